@@ -1,0 +1,126 @@
+"""The `biasmonkey` command line: tasks-dir, score-samples, run."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+
+def tasks_dir() -> Path:
+    """The folder to pass to lm-eval's --include_path (the installed biasmonkey.tasks)."""
+    import biasmonkey.tasks
+
+    return Path(biasmonkey.tasks.__file__).resolve().parent
+
+
+def cmd_tasks_dir(args: argparse.Namespace) -> int:
+    print(tasks_dir())
+    return 0
+
+
+def cmd_score_samples(args: argparse.Namespace) -> int:
+    from biasmonkey.tasks.response_bias.released_samples import score_sample_dir
+
+    rows = score_sample_dir(args.directory, include_reword=args.include_reword)
+    if args.json:
+        print(json.dumps(rows, indent=2))
+    else:
+        print(f"{'bias':<16}{'setting':<15}{'n':>5}{'delta':>10}{'p':>12}")
+        for r in rows:
+            print(f"{r['bias']:<16}{r['setting']:<15}{r['n']:>5}{r['delta']:>10.3f}{r['p_value']:>12.3g}")
+    return 0
+
+
+def lm_eval_command(args: argparse.Namespace, model_path: str) -> list[str]:
+    cmd = [
+        sys.executable, "-m", "lm_eval",
+        "--model", "hf",
+        "--model_args", f"pretrained={model_path},dtype={args.dtype}",
+        "--device", args.device,
+        "--batch_size", str(args.batch_size),
+        "--include_path", str(tasks_dir()),
+        "--tasks", args.tasks,
+        "--output_path", str(args.output),
+        "--log_samples",
+    ]
+    metadata = {"mode": args.mode, "n_samples": args.n_samples}
+    if args.perturbation_seed is not None:
+        metadata["perturbation_seed"] = args.perturbation_seed
+    cmd += ["--metadata", json.dumps(metadata)]
+    if args.limit is not None:
+        cmd += ["--limit", str(args.limit)]
+    if args.apply_chat_template:
+        cmd += ["--apply_chat_template"]
+    return cmd
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.summary import latest_results_file, write_summary
+
+    if args.model:
+        model_path = args.model
+    else:
+        from biasmonkey.harness_ext.default_model import ensure_default_model
+
+        model_path = str(ensure_default_model())
+    env = dict(os.environ)
+    if Path(model_path).exists():  # a local model needs no hub; avoid minutes of network time-outs
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("HF_DATASETS_OFFLINE", "1")
+    cmd = lm_eval_command(args, model_path)
+    print("Running:", " ".join(cmd), flush=True)
+    proc = subprocess.run(cmd, env=env)
+    if proc.returncode != 0:
+        print(f"lm_eval failed with exit code {proc.returncode}", file=sys.stderr)
+        return proc.returncode
+    md, csv_path = write_summary(latest_results_file(args.output), args.output)
+    print(md.read_text())
+    print(f"Summary written to {md} and {csv_path}; lm-eval results and samples under {args.output}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="biasmonkey", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("tasks-dir", help="print the task folder for lm_eval --include_path")
+    p.set_defaults(func=cmd_tasks_dir)
+
+    p = sub.add_parser("score-samples", help="rescore the authors' released samples (Tjuatja et al.)")
+    p.add_argument("directory", type=Path, help="folder of <bias>.csv / <bias>-<perturbation>.csv sample files")
+    p.add_argument("--json", action="store_true", help="print one JSON list")
+    p.add_argument("--include-reword", action="store_true", help="add the acquiescence reword row if present")
+    p.set_defaults(func=cmd_score_samples)
+
+    p = sub.add_parser("run", help="run the response-bias suite with lm-eval and write a summary")
+    p.add_argument("--model", help="HF model folder or hub id (default: the bundled SmolLM2-135M-Instruct)")
+    p.add_argument("--tasks", default="biasmonkey", help="lm-eval task names or globs (default: the whole suite)")
+    p.add_argument("--mode", choices=("exact", "sample"), default="exact")
+    p.add_argument("--n-samples", type=int, default=50, help="answers per question in sample mode")
+    p.add_argument("--perturbation-seed", type=int, help="draw perturbations with our seeded generator")
+    p.add_argument("--limit", type=int, help="pairs per task (for a quick look)")
+    p.add_argument("--batch-size", default="16")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="float32")
+    p.add_argument("--apply-chat-template", action="store_true")
+    p.add_argument("--output", type=Path, default=Path("results"), help="output folder (default: ./results)")
+    p.set_defaults(func=cmd_run)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"biasmonkey: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,204 @@
+"""lm-eval adapter: one document = one (q, q') pair of a response-bias task.
+
+The task YAML files in `biasmonkey/tasks/response_bias/` name `PairedResponseTask` as their
+`class`. It sends the requests of q then q' for every pair (exact mode: the log-likelihood of
+each option letter; sample mode: N sampled answers), turns them into a per-pair record with the
+core scoring code, and aggregates records with `biasmonkey.metrics`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import datasets
+from lm_eval.api.instance import Instance
+from lm_eval.api.task import ConfigurableTask
+
+from biasmonkey.metrics import DeltaSummary, summarize_deltas
+from biasmonkey.tasks.response_bias.options import RunOptions
+from biasmonkey.tasks.response_bias.pairs import build_pairs
+from biasmonkey.tasks.response_bias.prompts import render_prompt
+from biasmonkey.tasks.response_bias.scoring import score_exact, score_samples
+
+SIDES = ("q", "qp")
+
+
+def load_pairs(bias: str, setting: str, **metadata: Any) -> datasets.DatasetDict:
+    """`custom_dataset` hook: the task's pairs as a single `test` split."""
+    opts = RunOptions.from_mapping(metadata)
+    pairs = build_pairs(
+        bias,
+        setting,
+        perturbation_seed=opts.perturbation_seed,
+        allow_forbid_all=opts.allow_forbid_all,
+        reword=bool(metadata.get("reword", False)),
+    )
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(pairs)})
+
+
+# ---------------------------------------------------------------------------- aggregations
+
+
+def _summary(values: Sequence[float]) -> DeltaSummary:
+    """Summary over the pairs that have a Δ (NaN marks a pair without a valid answer)."""
+    return summarize_deltas([v for v in values if math.isfinite(v)])
+
+
+def t_statistic(values: Sequence[float]) -> float:
+    return _summary(values).t
+
+
+def p_value(values: Sequence[float]) -> float:
+    return _summary(values).p
+
+
+def ci_low(values: Sequence[float]) -> float:
+    return _summary(values).ci_low
+
+
+def ci_high(values: Sequence[float]) -> float:
+    return _summary(values).ci_high
+
+
+def count(values: Sequence[float]) -> int:
+    return _summary(values).n
+
+
+def _metric(name: str, aggregation: str | Callable, higher_is_better: bool) -> dict[str, Any]:
+    return {"metric": name, "aggregation": aggregation, "higher_is_better": higher_is_better}
+
+
+def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
+    """What each task reports. `delta` uses lm-eval's `mean`, so it gets a stderr."""
+    metrics = [
+        # Positive Δ on a bias task is the human-like direction; on a perturbation, humans show none.
+        _metric("delta", "mean", is_bias),
+        _metric("delta_t", t_statistic, is_bias),
+        _metric("delta_p", p_value, not is_bias),
+        _metric("delta_ci_low", ci_low, is_bias),
+        _metric("delta_ci_high", ci_high, is_bias),
+        _metric("n_pairs", count, True),
+        _metric("uncertainty_q", "mean", False),
+        _metric("uncertainty_qp", "mean", False),
+    ]
+    if mode == "sample":
+        metrics.append(_metric("invalid_rate", "mean", False))
+    return metrics
+
+
+# ---------------------------------------------------------------------------- the task
+
+
+class _FixedShots:
+    """Stands in for lm-eval's few-shot sampler: hands out the shots drawn for the current pair."""
+
+    def __init__(self, shots: list[dict[str, str]]):
+        self.shots = shots
+
+    def sample(self, n: int, eval_doc: Any = None) -> list[dict[str, str]]:
+        return self.shots[:n]
+
+
+class PairedResponseTask(ConfigurableTask):
+    """A response-bias task whose documents are (q, q') pairs."""
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        config = dict(config or {})
+        config.pop("class", None)  # TaskConfig does not know the key lm-eval used to find us
+        self.options = RunOptions.from_mapping(config.get("metadata"))
+        is_bias = (config.get("dataset_kwargs") or {}).get("setting") == "bias"
+        config.update(
+            output_type="loglikelihood" if self.options.mode == "exact" else "generate_until",
+            test_split="test",
+            process_results=self.process_pair,
+            metric_list=metric_list(self.options.mode, is_bias),
+        )
+        if self.options.mode == "sample":
+            n = self.options.n_samples
+            config.update(
+                repeats=n,
+                # The paper's protocol: one answer token at temperature 1. With lm-eval's cache
+                # on, do_sample must be explicit or repeats would be served from the cache.
+                generation_kwargs={"until": ["\n"], "do_sample": True, "temperature": 1.0, "max_gen_toks": 1},
+                # Keep every sampled answer (lm-eval's default filter keeps only the first).
+                filter_list=[{"name": "all_samples", "filter": [{"function": "take_first_k", "k": n}]}],
+            )
+        super().__init__(config=config, **kwargs)
+
+    # Documents are rendered per side: a "view" {"question": text, "target": letter?}.
+    def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
+        question = doc["question"] if "question" in doc else doc["q"]
+        return render_prompt(question, self.options.template)
+
+    def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> str:
+        return doc.get("target", "")
+
+    def _draw_shots(self, doc: dict, num_fewshot: int) -> list[dict[str, str]]:
+        """Few-shot examples for a pair: other pairs' original questions, drawn once per pair.
+
+        Survey questions have no correct answer; each example shows a letter drawn uniformly
+        from its options, which demonstrates the format without favouring an option position.
+        """
+        if num_fewshot <= 0:
+            return []
+        others = [d for d in self.eval_docs if d["key"] != doc["key"]]
+        if num_fewshot > len(others):
+            raise ValueError(f"{self.config.task}: num_fewshot={num_fewshot} but only {len(others)} other pairs")
+        seed = hashlib.sha256(f"{self.options.fewshot_seed}:{doc['key']}".encode()).digest()
+        rng = random.Random(int.from_bytes(seed[:8], "big"))
+        return [{"question": d["q"], "target": rng.choice(d["q_letters"])} for d in rng.sample(others, num_fewshot)]
+
+    def fewshot_context(self, doc: dict, num_fewshot: int, **kwargs: Any) -> list[str]:
+        """Contexts for q and q', built by lm-eval from the same few-shot draw."""
+        self.sampler = _FixedShots(self._draw_shots(doc, num_fewshot))
+        return [
+            super(PairedResponseTask, self).fewshot_context(
+                doc={"question": doc[side]}, num_fewshot=len(self.sampler.shots), **kwargs
+            )
+            for side in SIDES
+        ]
+
+    def construct_requests(self, doc: dict, ctx: list[str], **kwargs: Any) -> list[Instance]:
+        chat = kwargs.pop("apply_chat_template", False)
+        kwargs.pop("chat_template", None)
+        # Continuations follow "Answer:" with a space; after a chat template's assistant
+        # prompt they start the turn, without one (as lm-eval does for multiple choice).
+        delimiter = "" if chat else self.config.target_delimiter
+        requests = []
+        for side, context in zip(SIDES, ctx):
+            if self.options.mode == "exact":
+                args = [(context, f"{delimiter}{letter}") for letter in doc[f"{side}_letters"]]
+            else:
+                args = [(context, dict(self.config.generation_kwargs))]
+            for arg in args:
+                requests.append(
+                    Instance(request_type=self.OUTPUT_TYPE, doc=doc, arguments=arg, idx=len(requests), **kwargs)
+                )
+        return requests
+
+    def process_pair(self, doc: dict, results: list) -> dict[str, float]:
+        if self.options.mode == "exact":
+            n_q = len(doc["q_letters"])
+            lls = [ll for ll, _is_greedy in results]
+            record = score_exact(doc, lls[:n_q], lls[n_q:])
+        else:
+            q_answers, qp_answers = results
+            record = score_samples(doc, q_answers, qp_answers)
+        # A pair without Δ (no valid answer on a side) is left out of `delta` (lm-eval's mean)
+        # and enters the other Δ metrics as NaN, which their aggregations skip; n_pairs counts
+        # the pairs with a Δ, so the shortfall is reported, never hidden.
+        delta = math.nan if record.delta is None else record.delta
+        out = {name: delta for name in ("delta_t", "delta_p", "delta_ci_low", "delta_ci_high", "n_pairs")}
+        if record.delta is not None:
+            out["delta"] = record.delta
+        if record.uncertainty_q is not None:
+            out["uncertainty_q"] = record.uncertainty_q
+        if record.uncertainty_qp is not None:
+            out["uncertainty_qp"] = record.uncertainty_qp
+        if self.options.mode == "sample":
+            out["invalid_rate"] = record.n_invalid / record.n_answers
+        return out

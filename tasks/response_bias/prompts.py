@@ -1,0 +1,33 @@
+"""Prompt templates for the survey questions (wording of the paper's Appendix B.2 template)."""
+
+from __future__ import annotations
+
+TEMPLATES: dict[str, str] = {
+    # The paper's default: one answer token after "Answer:".
+    "default": (
+        "Please answer the following question with one of the alphabetical options provided.\n"
+        "Question: {question}\n"
+        "Answer:"
+    ),
+}
+
+
+def render_prompt(question: str, template: str = "default") -> str:
+    """The full prompt for one survey question (stem plus lettered options)."""
+    try:
+        fmt = TEMPLATES[template]
+    except KeyError:
+        raise ValueError(f"unknown prompt template {template!r}; available: {', '.join(TEMPLATES)}") from None
+    return fmt.format(question=question.rstrip())
+
+
+def parse_answer(text: str, letters: tuple[str, ...] | list[str]) -> int | None:
+    """Index of the option a sampled answer names, or None when it is not a valid answer.
+
+    Valid: one offered letter (either case), optionally wrapped as "(B)" or followed by "." or ")".
+    Anything else (end of turn, other letters, words) is invalid and must be counted as such.
+    """
+    s = text.strip().strip("()").rstrip(".").strip()
+    if len(s) == 1 and s.upper() in letters:
+        return list(letters).index(s.upper())
+    return None

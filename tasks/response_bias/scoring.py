@@ -1,0 +1,96 @@
+"""Per-pair records: the contract between the harness adapters and the metrics.
+
+An adapter turns one pair's model outputs (option log-probabilities in exact mode, sampled
+answers in sample mode) into a PairRecord; every set-level number is computed from a list of
+records by `biasmonkey.metrics`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from biasmonkey.metrics import (
+    distribution_from_counts,
+    distribution_from_logprobs,
+    normalized_entropy,
+    pair_delta,
+)
+from biasmonkey.tasks.response_bias.prompts import parse_answer
+
+
+@dataclass(frozen=True)
+class PairRecord:
+    key: str
+    bias: str
+    setting: str
+    p_q: list[float] | None  # answer distribution over q's options (None: no valid answer)
+    p_qp: list[float] | None  # over q''s options, in the order they were offered
+    delta: float | None  # percentage points; None when a side has no valid answer
+    uncertainty_q: float | None
+    uncertainty_qp: float | None
+    n_answers: int = 0  # sampled answers per pair (both sides); 0 in exact mode
+    n_invalid: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | None, **counts: int) -> PairRecord:
+    delta = None
+    if p_q is not None and p_qp is not None:
+        delta = pair_delta(doc["bias"], doc["setting"], p_q, p_qp, doc["qp_positions"])
+    return PairRecord(
+        key=doc["key"],
+        bias=doc["bias"],
+        setting=doc["setting"],
+        p_q=None if p_q is None else p_q.tolist(),
+        p_qp=None if p_qp is None else p_qp.tolist(),
+        delta=delta,
+        uncertainty_q=None if p_q is None else normalized_entropy(p_q),
+        uncertainty_qp=None if p_qp is None else normalized_entropy(p_qp),
+        **counts,
+    )
+
+
+def score_exact(doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs: Sequence[float]) -> PairRecord:
+    """Exact mode: each side's option log-probabilities, renormalised over the offered options."""
+    for side, lps, letters in (("q", q_logprobs, doc["q_letters"]), ("q'", qp_logprobs, doc["qp_letters"])):
+        if len(lps) != len(letters):
+            raise ValueError(f"pair {doc['key']}: {len(lps)} log-probabilities for {side}'s {len(letters)} options")
+    return _record(doc, distribution_from_logprobs(q_logprobs), distribution_from_logprobs(qp_logprobs))
+
+
+def answer_counts(answers: Sequence[str], letters: Sequence[str]) -> tuple[np.ndarray, int]:
+    """Counts per option and the number of invalid answers."""
+    counts = np.zeros(len(letters), dtype=int)
+    invalid = 0
+    for text in answers:
+        idx = parse_answer(text, tuple(letters))
+        if idx is None:
+            invalid += 1
+        else:
+            counts[idx] += 1
+    return counts, invalid
+
+
+def score_samples(doc: Mapping[str, Any], q_answers: Sequence[str], qp_answers: Sequence[str]) -> PairRecord:
+    """Sample mode: shares of valid answers (the paper re-asked until an answer was valid).
+
+    Invalid answers are counted in n_invalid; a side without any valid answer has no
+    distribution, and the pair has no Δ (it is excluded from the t-test and reported).
+    """
+    q_counts, q_invalid = answer_counts(q_answers, doc["q_letters"])
+    qp_counts, qp_invalid = answer_counts(qp_answers, doc["qp_letters"])
+    p_q = distribution_from_counts(q_counts) if q_counts.sum() else None
+    p_qp = distribution_from_counts(qp_counts) if qp_counts.sum() else None
+    return _record(
+        doc,
+        p_q,
+        p_qp,
+        n_answers=len(q_answers) + len(qp_answers),
+        n_invalid=q_invalid + qp_invalid,
+    )
