@@ -9,9 +9,11 @@ core scoring code, and aggregates records with `biasmonkey.metrics`.
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import random
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 import datasets
@@ -22,7 +24,7 @@ from biasmonkey.metrics import DeltaSummary, summarize_deltas
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.pairs import build_pairs
 from biasmonkey.tasks.response_bias.prompts import render_prompt
-from biasmonkey.tasks.response_bias.scoring import score_exact, score_samples
+from biasmonkey.tasks.response_bias.scoring import PairRecord, score_exact, score_samples
 
 SIDES = ("q", "qp")
 
@@ -88,6 +90,37 @@ def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
     if mode == "sample":
         metrics.append(_metric("invalid_rate", "mean", False))
     return metrics
+
+
+# ---------------------------------------------------------------------------- records
+
+
+def pair_record(doc: dict, results: Sequence, mode: str) -> PairRecord:
+    """The per-pair record from one document's results (filtered responses, in request order)."""
+    if mode == "exact":
+        n_q = len(doc["q_letters"])
+        lls = [float(r[0]) for r in results]  # (log-likelihood, is_greedy) per option letter
+        return score_exact(doc, lls[:n_q], lls[n_q:])
+    q_answers, qp_answers = results
+    return score_samples(doc, q_answers, qp_answers)
+
+
+def records_from_samples_file(path: str | Path) -> list[PairRecord]:
+    """Rebuild the per-pair records of a task from lm-eval's --log_samples JSONL file."""
+    records = []
+    with Path(path).open() as f:
+        for line_no, line in enumerate(f, 1):
+            sample = json.loads(line)
+            try:
+                doc, results = sample["doc"], sample["filtered_resps"]
+                # Exact mode logs one (log-likelihood, is_greedy) per option letter, sample mode
+                # one list of answers per side (lm-eval writes the numbers as strings).
+                n_options = len(doc["q_letters"]) + len(doc["qp_letters"])
+                mode = "exact" if len(results) == n_options else "sample"
+                records.append(pair_record(doc, results, mode))
+            except (KeyError, TypeError, ValueError) as err:
+                raise ValueError(f"{path}, line {line_no}: not a biasmonkey pair sample ({err})") from err
+    return records
 
 
 # ---------------------------------------------------------------------------- the task
@@ -181,13 +214,7 @@ class PairedResponseTask(ConfigurableTask):
         return requests
 
     def process_pair(self, doc: dict, results: list) -> dict[str, float]:
-        if self.options.mode == "exact":
-            n_q = len(doc["q_letters"])
-            lls = [ll for ll, _is_greedy in results]
-            record = score_exact(doc, lls[:n_q], lls[n_q:])
-        else:
-            q_answers, qp_answers = results
-            record = score_samples(doc, q_answers, qp_answers)
+        record = pair_record(doc, results, self.options.mode)
         # A pair without Δ (no valid answer on a side) is left out of `delta` (lm-eval's mean)
         # and enters the other Δ metrics as NaN, which their aggregations skip; n_pairs counts
         # the pairs with a Δ, so the shortfall is reported, never hidden.

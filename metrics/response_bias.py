@@ -106,7 +106,11 @@ def distribution_from_counts(counts: Sequence[int], total: int | None = None) ->
     empty, so score-samples passes that row count as total.
     """
     c = np.asarray(counts, dtype=float)
+    if np.any(c < 0) or not np.all(np.isfinite(c)):
+        raise ValueError(f"answer counts must be finite and non-negative, got {list(c)}")
     n = float(c.sum() if total is None else total)
     if n <= 0:
         raise ValueError("no answers to build a distribution from")
+    if n < c.sum():
+        raise ValueError(f"total {total} is smaller than the {int(c.sum())} counted answers")
     return c / n

@@ -46,10 +46,13 @@ def summarize_deltas(deltas: Iterable[float]) -> DeltaSummary:
     nan = float("nan")
     if n == 0:
         return DeltaSummary(0, nan, nan, nan, nan, 0, nan, nan)
-    mean = float(x.mean())
+    # Identical values: take the value itself, since the float mean can miss it by an ulp
+    # (mean of [0.1, 0.1, 0.1] is 0.10000000000000002) and fake a non-zero spread.
+    identical = bool(np.ptp(x) == 0)
+    mean = float(x[0]) if identical else float(x.mean())
     if n == 1:
         return DeltaSummary(1, mean, nan, nan, nan, 0, nan, nan)
-    stderr = float(x.std(ddof=1) / math.sqrt(n))
+    stderr = 0.0 if identical else float(x.std(ddof=1) / math.sqrt(n))
     df = n - 1
     if stderr == 0.0:  # all Δ identical: the t-test is undefined, not "infinitely significant"
         t = p = nan

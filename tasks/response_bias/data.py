@@ -18,13 +18,12 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-import platformdirs
+from biasmonkey.tasks.cache import cache_root
 
 UPSTREAM_REPO = "lindiatjuatja/BiasMonkey"
 UPSTREAM_COMMIT = "7e3728d7916ead2187ebae261b4729d928dabbee"
 DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{UPSTREAM_REPO}/{UPSTREAM_COMMIT}"
 DATA_DIR_ENV = "BIASMONKEY_DATA_DIR"
-CACHE_DIR_ENV = "BIASMONKEY_CACHE_DIR"
 BASE_URL_ENV = "BIASMONKEY_BIASMONKEY_URL"  # override the download source (tests, mirrors)
 
 # Local path (under biasmonkey/) -> (upstream path, sha256).
@@ -56,11 +55,6 @@ class DataError(ValueError):
 
 
 # ---------------------------------------------------------------------------- resolving
-
-
-def cache_root() -> Path:
-    root = os.environ.get(CACHE_DIR_ENV)
-    return Path(root) if root else Path(platformdirs.user_cache_dir("biasmonkey"))
 
 
 def sha256_of(path: Path) -> str:
@@ -95,12 +89,12 @@ def resolve(name: str) -> Path:
     if path.is_file() and sha256_of(path) == sha:
         return path
     base = os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
-    _download(f"{base}/{upstream_path}", path)
+    _download(f"{base}/{upstream_path}", path, sha)
     return _verify(path, sha, f"downloaded from {base}")
 
 
-def _download(url: str, dest: Path) -> None:
-    dest.parent.mkdir(parents=True, exist_ok=True)
+def _download(url: str, dest: Path, expected: str) -> None:
+    """Fetch url into dest, but only if its sha256 matches: a bad payload never reaches the cache."""
     try:
         with urllib.request.urlopen(url, timeout=60) as resp:
             payload = resp.read()
@@ -108,9 +102,21 @@ def _download(url: str, dest: Path) -> None:
         raise DataError(
             f"could not download {url}: {err}. Set {DATA_DIR_ENV} to a local copy of the data to work offline."
         ) from err
+    actual = hashlib.sha256(payload).hexdigest()
+    if actual != expected:
+        raise DataError(
+            f"checksum mismatch for {dest.name} downloaded from {url}: sha256 {actual}, expected {expected} "
+            f"(upstream {UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}); not cached"
+        )
+    dest.parent.mkdir(parents=True, exist_ok=True)
     # Write then rename, so an interrupted download never leaves a partial file in the cache.
     with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-        tmp.write(payload)
+        try:
+            tmp.write(payload)
+        except BaseException:
+            tmp.close()
+            Path(tmp.name).unlink(missing_ok=True)
+            raise
     Path(tmp.name).replace(dest)
 
 
@@ -211,8 +217,9 @@ def load_rows(bias: str, setting: str, reword: bool = False) -> list[PromptRow]:
         if missing:
             raise DataError(f"{path}: missing column(s) {missing}; found {reader.fieldnames}")
         rows: list[PromptRow] = []
+        start = reader.line_num + 1  # first physical line of the next record (records span lines)
         for raw in reader:
-            line = reader.line_num
+            line, start = start, reader.line_num + 1
             where = f"{path}, row at line {line} (key {raw.get('key')!r})"
             if not raw["key"]:
                 raise DataError(f"{where}: empty key")
@@ -230,8 +237,11 @@ def load_rows(bias: str, setting: str, reword: bool = False) -> list[PromptRow]:
             rows.append(PromptRow(raw["key"], control, treatment, line))
     if not rows:
         raise DataError(f"{path}: no rows")
-    keys = [r.key for r in rows]
-    if len(set(keys)) != len(keys):
-        dup = sorted({k for k in keys if keys.count(k) > 1})
-        raise DataError(f"{path}: duplicate key(s) {dup}")
+    lines_of: dict[str, list[int]] = {}
+    for r in rows:
+        lines_of.setdefault(r.key, []).append(r.line)
+    dups = {k: v for k, v in lines_of.items() if len(v) > 1}
+    if dups:
+        where = "; ".join(f"{k!r} at lines {', '.join(map(str, v))}" for k, v in sorted(dups.items()))
+        raise DataError(f"{path}: duplicate key(s): {where}")
     return rows
