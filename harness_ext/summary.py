@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE
+from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, human_likeness
 
 TASK_NAME = re.compile(rf"^biasmonkey_({'|'.join(BIASES)})(?:_({'|'.join(SETTINGS[1:])}))?$")
 COLUMNS = ("bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant")
@@ -68,10 +68,26 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
+    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 otherwise."""
+    summaries = {
+        r["bias"]: DeltaSummary(r["n_pairs"], r["delta"], r["delta_stderr"], r["t"], r["p"], max(r["n_pairs"] - 1, 0), r["ci_low"], r["ci_high"])
+        for r in rows
+        if r["setting"] == "bias"
+    }
+    if not summaries:
+        return None
+    scores = human_likeness(summaries)
+    parts = ", ".join(f"{bias} {score:+d}" if score else f"{bias} 0" for bias, score in scores.items())
+    return f"Human-likeness score: {sum(scores.values()):+d} of {len(scores)} ({parts})."
+
+
 def to_markdown(rows: list[dict[str, Any]], title: str) -> str:
     columns = list(COLUMNS) + (["invalid_rate"] if any("invalid_rate" in r for r in rows) else [])
     lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(_fmt(r.get(c, float("nan"))) for c in columns) + " |" for r in rows]
+    if (score := human_likeness_line(rows)) is not None:
+        lines += ["", score]
     lines += [
         "",
         f"Δ in percentage points (mean over pairs, ± stderr, 95% CI); t and p from a two-sided one-sample "
@@ -86,7 +102,7 @@ def write_summary(results_file: Path, out_dir: Path) -> tuple[Path, Path]:
     rows = summary_rows(results)
     if not rows:
         raise ValueError(f"{results_file} holds no biasmonkey response-bias task results")
-    model = results.get("model_name") or results.get("config", {}).get("model_args", "model")
+    model = Path(str(results.get("model_name") or "model")).name
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
     md.write_text(to_markdown(rows, f"Survey response biases: {model}"))

@@ -13,15 +13,22 @@ from biasmonkey.tasks.response_bias import data
 
 DATA_ENV = "BIASMONKEY_DATA_DIR"
 
+# A hub lookup would only time out here (and tests never touch the network).
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
-@pytest.fixture
-def biasmonkey_data_dir(monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The real upstream data dir (BIASMONKEY_DATA_DIR, relative to the CWD); skips when unset."""
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real upstream data dir (BIASMONKEY_DATA_DIR, relative to the CWD); skips when unset.
+
+    The variable is made absolute for the session, so a chdir or a subprocess started
+    elsewhere still finds the data."""
     value = os.environ.get(DATA_ENV)
     if not value:
-        pytest.skip(f"{DATA_ENV} is not set: these tests need the upstream BiasMonkey prompt files")
+        pytest.skip(f"{DATA_ENV} is not set: these tests need the upstream BiasMonkey data files")
     root = Path(value).resolve()
-    monkeypatch.setenv(DATA_ENV, str(root))  # absolute, so a chdir in a test cannot break it
+    os.environ[DATA_ENV] = str(root)
     return root
 
 
@@ -44,3 +51,11 @@ def fake_prompt_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Callabl
         return path
 
     return write
+
+
+@pytest.fixture(scope="session")
+def tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny random GPT-2 folder for harness plumbing tests (built offline in about a second)."""
+    from tiny_model import build_tiny_model
+
+    return build_tiny_model(tmp_path_factory.mktemp("tiny-model"))

@@ -177,3 +177,32 @@ def test_records_file_that_is_not_ours_is_rejected(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"doc": {"question": "?"}, "filtered_resps": [["-1.0", "False"]]}) + "\n")
     with pytest.raises(ValueError, match=r"samples_x.jsonl, line 1: not a biasmonkey pair sample"):
         records_from_samples_file(bad)
+
+
+def test_lm_eval_config_file_in_configs(tiny_model: Path, tmp_path: Path) -> None:
+    """`lm_eval --config configs/lm_eval_response_bias.yaml` runs the suite (CLI args override)."""
+    cmd = [
+        sys.executable, "-m", "lm_eval", "--config", str(REPO / "configs/lm_eval_response_bias.yaml"),
+        "--model_args", f"pretrained={tiny_model}", "--tasks", "biasmonkey_opinion_float",
+        "--limit", "2", "--output_path", str(tmp_path / "out"),
+    ]
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    results = json.loads(next((tmp_path / "out").rglob("results_*.json")).read_text())
+    assert metric(results["results"]["biasmonkey_opinion_float"], "n_pairs") == 2
+    assert next((tmp_path / "out").rglob("samples_biasmonkey_opinion_float_*.jsonl"))
+
+
+def test_perturbation_seed_draws_fresh_typos_reproducibly(tiny_model: Path, tmp_path: Path) -> None:
+    def prompts(run: str, seed: int) -> list[tuple[str, str]]:
+        _, samples = run_lm_eval(
+            tiny_model, tmp_path / run, "biasmonkey_allow_forbid_letter_swap", "--limit", "3",
+            "--metadata", json.dumps({"perturbation_seed": seed}),
+        )
+        docs = [json.loads(line)["doc"] for line in samples["biasmonkey_allow_forbid_letter_swap"].read_text().splitlines()]
+        assert {d["source"] for d in docs} == {f"seeded:{seed}"}
+        return [(d["q"], d["qp"]) for d in docs]
+
+    first, again = prompts("a", 3), prompts("b", 3)
+    assert first == again  # same seed, byte-identical prompts
+    assert all(q != qp for q, qp in first)

