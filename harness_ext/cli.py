@@ -1,4 +1,4 @@
-"""The `biasmonkey` command line: tasks-dir, score-samples, run."""
+"""The `biasmonkey` command line: tasks-dir, score-samples, run, summarize."""
 
 from __future__ import annotations
 
@@ -60,7 +60,7 @@ def lm_eval_command(args: argparse.Namespace, model_path: str) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from biasmonkey.harness_ext.summary import latest_results_file, write_summary
+    from biasmonkey.harness_ext.summary import write_summary
 
     if args.model:
         model_path = args.model
@@ -78,9 +78,15 @@ def cmd_run(args: argparse.Namespace) -> int:
     if proc.returncode != 0:
         print(f"lm_eval failed with exit code {proc.returncode}", file=sys.stderr)
         return proc.returncode
-    md, csv_path = write_summary(latest_results_file(args.output), args.output)
+    return cmd_summarize(argparse.Namespace(results=args.output, out=None))
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.summary import write_summary
+
+    md, csv_path = write_summary(args.results, args.out)
     print(md.read_text())
-    print(f"Summary written to {md} and {csv_path}; lm-eval results and samples under {args.output}")
+    print(f"Summary written to {md} and {csv_path}")
     return 0
 
 
@@ -110,6 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--apply-chat-template", action="store_true")
     p.add_argument("--output", type=Path, default=Path("results"), help="output folder (default: ./results)")
     p.set_defaults(func=cmd_run)
+
+    p = sub.add_parser("summarize", help="summary table of an lm-eval output folder (run with --log_samples)")
+    p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path")
+    p.add_argument("--out", type=Path, help="where to write summary.md/.csv (default: the results folder)")
+    p.set_defaults(func=cmd_summarize)
     return parser
 
 

@@ -1,4 +1,9 @@
-"""A short summary table (markdown + CSV) of the response-bias tasks in an lm-eval results file."""
+"""Summary table (markdown + CSV) of a response-bias run, recomputed from the per-pair records.
+
+Reads the `samples_biasmonkey_*.jsonl` files lm-eval writes with `--log_samples`, rebuilds each
+task's per-pair records and computes every number with `biasmonkey.metrics` (never from the
+aggregates lm-eval printed).
+"""
 
 from __future__ import annotations
 
@@ -9,63 +14,68 @@ import re
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, human_likeness
+from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
+from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, human_likeness, pearson, summarize_deltas
+from biasmonkey.tasks.response_bias.scoring import PairRecord
 
-TASK_NAME = re.compile(rf"^biasmonkey_({'|'.join(BIASES)})(?:_({'|'.join(SETTINGS[1:])}))?$")
-COLUMNS = ("bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant")
-
-
-def latest_results_file(output_dir: Path) -> Path:
-    """The newest results_*.json lm-eval wrote under output_dir."""
-    files = sorted(Path(output_dir).rglob("results_*.json"), key=lambda p: p.stat().st_mtime)
-    if not files:
-        raise FileNotFoundError(f"no lm-eval results_*.json under {output_dir}")
-    return files[-1]
+SAMPLES_FILE = re.compile(r"^samples_(biasmonkey_[a-z_]+)_(\d{4}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
+COLUMNS = (
+    "bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant",
+    "uncertainty_q", "uncertainty_qp", "r_absdelta_uncertainty_q",
+)
 
 
-def _value(metrics: dict[str, Any], name: str) -> float:
-    """A metric of a task, whatever lm-eval filter name it was reported under."""
-    for key, value in metrics.items():
-        if key.split(",")[0] == name:
-            return float("nan") if value in (None, "N/A") else float(value)
-    return float("nan")
+def latest_samples_files(output_dir: Path) -> dict[str, Path]:
+    """Newest samples file per biasmonkey task under an lm-eval output folder."""
+    newest: dict[str, tuple[str, Path]] = {}
+    for path in Path(output_dir).rglob("samples_biasmonkey_*.jsonl"):
+        if m := SAMPLES_FILE.match(path.name):
+            task, stamp = m.groups()
+            if task not in newest or stamp > newest[task][0]:
+                newest[task] = (stamp, path)
+    return {task: path for task, (_, path) in newest.items()}
 
 
-def summary_rows(results: dict[str, Any]) -> list[dict[str, Any]]:
-    """One row per response-bias task found in an lm-eval results dict, in suite order."""
+def _mean(values: list[float]) -> float:
+    return sum(values) / len(values) if values else math.nan
+
+
+def summary_row(records: list[PairRecord]) -> dict[str, Any]:
+    """One task's statistics from its per-pair records."""
+    scored = [r for r in records if r.delta is not None]
+    s = summarize_deltas([r.delta for r in scored])
+    r = pearson([abs(x.delta) for x in scored], [x.uncertainty_q for x in scored])
+    row: dict[str, Any] = {
+        "bias": records[0].bias,
+        "setting": records[0].setting,
+        "n_pairs": s.n,
+        "delta": s.mean,
+        "delta_stderr": s.stderr,
+        "ci_low": s.ci_low,
+        "ci_high": s.ci_high,
+        "t": s.t,
+        "p": s.p,
+        "significant": s.significant,
+        "uncertainty_q": _mean([x.uncertainty_q for x in records if x.uncertainty_q is not None]),
+        "uncertainty_qp": _mean([x.uncertainty_qp for x in records if x.uncertainty_qp is not None]),
+        "r_absdelta_uncertainty_q": r.r,
+    }
+    answers = sum(x.n_answers for x in records)
+    if answers:  # sampling mode: report invalid answers and the pairs left without a Δ
+        row["invalid_rate"] = sum(x.n_invalid for x in records) / answers
+        row["pairs_without_delta"] = len(records) - len(scored)
+    return row
+
+
+def summary_rows(output_dir: Path) -> list[dict[str, Any]]:
+    """One row per response-bias task in the folder, in suite order."""
     rows = []
-    for task, metrics in results.get("results", {}).items():
-        m = TASK_NAME.match(task)
-        if not m:
-            continue
-        p = _value(metrics, "delta_p")
-        rows.append(
-            {
-                "bias": m.group(1),
-                "setting": m.group(2) or "bias",
-                "n_pairs": int(_value(metrics, "n_pairs")) if math.isfinite(_value(metrics, "n_pairs")) else 0,
-                "delta": _value(metrics, "delta"),
-                "delta_stderr": _value(metrics, "delta_stderr"),
-                "ci_low": _value(metrics, "delta_ci_low"),
-                "ci_high": _value(metrics, "delta_ci_high"),
-                "t": _value(metrics, "delta_t"),
-                "p": p,
-                "significant": bool(p < SIGNIFICANCE),
-                **({"invalid_rate": _value(metrics, "invalid_rate")} if any(k.startswith("invalid_rate") for k in metrics) else {}),
-            }
-        )
+    for task, path in latest_samples_files(output_dir).items():
+        records = records_from_samples_file(path)
+        if records:
+            rows.append(summary_row(records))
     order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BIASES for s in SETTINGS)}
     return sorted(rows, key=lambda r: order[(r["bias"], r["setting"])])
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        if math.isnan(value):
-            return "n/a"
-        return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
-    return str(value)
 
 
 def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
@@ -82,32 +92,55 @@ def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
     return f"Human-likeness score: {sum(scores.values()):+d} of {len(scores)} ({parts})."
 
 
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
+    return str(value)
+
+
 def to_markdown(rows: list[dict[str, Any]], title: str) -> str:
-    columns = list(COLUMNS) + (["invalid_rate"] if any("invalid_rate" in r for r in rows) else [])
+    columns = list(COLUMNS) + [c for c in ("invalid_rate", "pairs_without_delta") if any(c in r for r in rows)]
     lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, float("nan"))) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(_fmt(r.get(c, math.nan)) for c in columns) + " |" for r in rows]
     if (score := human_likeness_line(rows)) is not None:
         lines += ["", score]
     lines += [
         "",
-        f"Δ in percentage points (mean over pairs, ± stderr, 95% CI); t and p from a two-sided one-sample "
-        f"t-test against 0; significant = p < {SIGNIFICANCE}. On bias rows Δ > 0 is the human-like "
-        "direction; humans show no change on the perturbation (typo) rows.",
+        "Δ in percentage points: mean over pairs with its stderr and 95% CI; t and p from a two-sided "
+        f"one-sample t-test against 0; significant = p < {SIGNIFICANCE}. On bias rows Δ > 0 is the "
+        "human-like direction; humans show no change on the perturbation (typo) rows. Uncertainty: "
+        "mean normalised entropy of the answers to q and q'; r: Pearson correlation of |Δ| with q's uncertainty.",
     ]
     return "\n".join(lines) + "\n"
 
 
-def write_summary(results_file: Path, out_dir: Path) -> tuple[Path, Path]:
-    results = json.loads(Path(results_file).read_text())
-    rows = summary_rows(results)
+def model_label(output_dir: Path) -> str:
+    """The model's name from the newest lm-eval results file, if any."""
+    files = sorted(Path(output_dir).rglob("results_*.json"), key=lambda p: p.name)
+    if not files:
+        return "model"
+    name = json.loads(files[-1].read_text()).get("model_name") or "model"
+    return Path(str(name)).name
+
+
+def write_summary(output_dir: Path, out_dir: Path | None = None) -> tuple[Path, Path]:
+    """Write summary.md and summary.csv for the lm-eval output folder (into out_dir or the folder)."""
+    rows = summary_rows(output_dir)
     if not rows:
-        raise ValueError(f"{results_file} holds no biasmonkey response-bias task results")
-    model = Path(str(results.get("model_name") or "model")).name
+        raise ValueError(
+            f"no samples_biasmonkey_*.jsonl files under {output_dir}: run lm_eval with --log_samples"
+        )
+    out_dir = Path(out_dir or output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
-    md.write_text(to_markdown(rows, f"Survey response biases: {model}"))
+    md.write_text(to_markdown(rows, f"Survey response biases: {model_label(output_dir)}"))
+    fieldnames = list(dict.fromkeys(k for r in rows for k in r))
     with csv_path.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0].keys()))
+        writer = csv.DictWriter(f, fieldnames=fieldnames)
         writer.writeheader()
         writer.writerows(rows)
     return md, csv_path

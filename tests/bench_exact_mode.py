@@ -26,7 +26,6 @@ from lm_eval.tasks import TaskManager  # noqa: E402
 
 from biasmonkey.harness_ext.cli import tasks_dir  # noqa: E402
 from biasmonkey.harness_ext.default_model import ensure_default_model  # noqa: E402
-from biasmonkey.harness_ext.summary import summary_rows, to_markdown  # noqa: E402
 from biasmonkey.metrics import BIASES, PERTURBATIONS  # noqa: E402
 
 ALL_TASKS = [f"biasmonkey_{b}" for b in BIASES] + [f"biasmonkey_{b}_{p}" for b in BIASES for p in PERTURBATIONS]
@@ -104,7 +103,6 @@ def main() -> None:
         "forward_sequences": counter.sequences,
         "forward_calls": counter.calls,
     }
-    (args.out / "suite_summary.md").write_text(to_markdown(summary_rows(results), "Survey response biases: SmolLM2-135M-Instruct (exact mode, full suite)"))
 
     print("2/3 plain batched forward over the same prompts ...", flush=True)
     plain = plain_forward_seconds(lm, contexts, args.batch_size)
@@ -139,7 +137,6 @@ def main() -> None:
     }
     (args.out / "bench.json").write_text(json.dumps(report, indent=2) + "\n")
     print(json.dumps(report, indent=2))
-    print((args.out / "suite_summary.md").read_text())
 
 
 if __name__ == "__main__":

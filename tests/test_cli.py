@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import csv
 import json
+import math
 from pathlib import Path
 
 import pytest
 
 from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.summary import summary_rows, to_markdown
+from biasmonkey.harness_ext.summary import to_markdown
 
 REFERENCE = "biasmonkey/samples/reference_deltas.csv"
 
@@ -47,21 +49,47 @@ def test_run_writes_lm_eval_results_and_a_summary(tiny_model: Path, data_dir: Pa
     assert csv_lines[0].startswith("bias,setting,n_pairs,delta") and len(csv_lines) == 3
 
 
-def test_summary_table_and_human_likeness_from_hand_made_results() -> None:
-    results = {
-        "results": {
-            "biasmonkey_acquiescence": {"alias": "x", "delta,none": 5.0, "delta_stderr,none": 1.0, "delta_t,none": 5.0,
-                                        "delta_p,none": 0.001, "delta_ci_low,none": 3.0, "delta_ci_high,none": 7.0, "n_pairs,none": 10},
-            "biasmonkey_allow_forbid": {"delta,none": -4.0, "delta_stderr,none": 1.0, "delta_t,none": -4.0,
-                                        "delta_p,none": 0.01, "delta_ci_low,none": -6.0, "delta_ci_high,none": -2.0, "n_pairs,none": 10},
-            "biasmonkey_odd_even_key_typo": {"delta,none": 1.0, "delta_stderr,none": 1.0, "delta_t,none": 1.0,
-                                             "delta_p,none": 0.3, "delta_ci_low,none": -1.0, "delta_ci_high,none": 3.0, "n_pairs,none": 10},
-            "arc_easy": {"acc,none": 0.5},
-        }
-    }
-    rows = summary_rows(results)
-    assert [(r["bias"], r["setting"], r["significant"]) for r in rows] == [
-        ("acquiescence", "bias", True), ("allow_forbid", "bias", True), ("odd_even", "key_typo", False)]
+def _sample(key: str, p_q: list[float], p_qp: list[float]) -> str:
+    doc = {"key": key, "bias": "acquiescence", "setting": "bias", "source": "hand", "q": "q?", "qp": "q'?",
+           "q_letters": ["A", "B"], "qp_letters": ["A", "B"], "qp_positions": [0, 1]}
+    resps = [[repr(math.log(p)), "False"] for p in p_q + p_qp]  # lm-eval logs numbers as strings
+    return json.dumps({"doc": doc, "filtered_resps": resps})
+
+
+def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    run = tmp_path / "model"
+    run.mkdir()
+    # Pair K1: Δ = 100·(0.7 − 0.6) = 10; pair K2: Δ = 100·(0.8 − 0.5) = 30.
+    (run / "samples_biasmonkey_acquiescence_2026-01-02T00-00-00.000000.jsonl").write_text(
+        _sample("K1", [0.6, 0.4], [0.7, 0.3]) + "\n" + _sample("K2", [0.5, 0.5], [0.8, 0.2]) + "\n")
+    # An older run of the same task in the same folder is ignored.
+    (run / "samples_biasmonkey_acquiescence_2026-01-01T00-00-00.000000.jsonl").write_text(_sample("OLD", [0.1, 0.9], [0.9, 0.1]) + "\n")
+    assert main(["summarize", str(tmp_path)]) == 0
+    (row,) = list(csv.DictReader((tmp_path / "summary.csv").open()))
+    # mean 20; sd = √((10² + 10²)/1) = √200; stderr = √200/√2 = 10; t = 2 on 1 df;
+    # p = 1 − (2/π)·atan(2) = 0.295167; CI = 20 ± 12.7062·10.
+    assert int(row["n_pairs"]) == 2
+    assert float(row["delta"]) == pytest.approx(20.0)
+    assert float(row["delta_stderr"]) == pytest.approx(10.0)
+    assert float(row["t"]) == pytest.approx(2.0)
+    assert float(row["p"]) == pytest.approx(1 - 2 / math.pi * math.atan(2), abs=1e-9)
+    assert float(row["ci_low"]) == pytest.approx(20 - 127.062, abs=1e-3)
+    # uncertainty: H(0.6, 0.4)/ln 2 = 0.970951 and H(0.5, 0.5)/ln 2 = 1 → mean 0.985475
+    assert float(row["uncertainty_q"]) == pytest.approx(0.985475, abs=1e-6)
+    assert row["significant"] == "False"
+    assert "Human-likeness score: +0 of 1 (acquiescence 0)." in capsys.readouterr().out
+
+
+def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
+    rows = [
+        {"bias": "acquiescence", "setting": "bias", "n_pairs": 10, "delta": 5.0, "delta_stderr": 1.0, "ci_low": 3.0,
+         "ci_high": 7.0, "t": 5.0, "p": 0.001, "significant": True},
+        {"bias": "allow_forbid", "setting": "bias", "n_pairs": 10, "delta": -4.0, "delta_stderr": 1.0, "ci_low": -6.0,
+         "ci_high": -2.0, "t": -4.0, "p": 0.01, "significant": True},
+        {"bias": "odd_even", "setting": "key_typo", "n_pairs": 10, "delta": 1.0, "delta_stderr": 1.0, "ci_low": -1.0,
+         "ci_high": 3.0, "t": 1.0, "p": 0.3, "significant": False},
+    ]
     md = to_markdown(rows, "t")
+    assert "| acquiescence | bias | 10 | 5.000 | 1.000 | 3.000 | 7.000 | 5.000 | 0.001 | yes |" in md
     # +1 (acquiescence, significant Δ > 0) −1 (allow/forbid, significant Δ < 0) = 0 over 2 biases
     assert "Human-likeness score: +0 of 2 (acquiescence +1, allow_forbid -1)." in md

@@ -1,0 +1,29 @@
+"""The wheel installs everything under the single `biasmonkey` namespace, task YAMLs included."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        check=True, capture_output=True, timeout=300,
+    )
+    (wheel,) = tmp_path.glob("biasmonkey-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    top = {n.split("/")[0] for n in names}
+    assert top == {"biasmonkey", next(t for t in top if t.endswith(".dist-info"))}  # no stray `tasks`/`metrics`
+    yamls = [n for n in names if n.startswith("biasmonkey/tasks/response_bias/") and n.endswith(".yaml")]
+    assert len(yamls) == 22  # 20 tasks + the shared template + the group
+    assert "biasmonkey/tasks/response_bias/README.md" in names
+    assert "biasmonkey/metrics/statistics.py" in names and "biasmonkey/harness_ext/cli.py" in names
+    assert not any("/tests/" in n or n.startswith("tests/") for n in names)
+    entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "biasmonkey = biasmonkey.harness_ext.cli:main" in entry_points
+    assert "[lm_eval.tasks]" in entry_points and "biasmonkey = biasmonkey.tasks" in entry_points
