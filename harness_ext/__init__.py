@@ -1,1 +1,1 @@
-"""placeholder"""
+"""Thin harness adapters (lm-eval) and the `biasmonkey` command line."""

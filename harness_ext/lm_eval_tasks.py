@@ -30,7 +30,11 @@ SIDES = ("q", "qp")
 
 
 def load_pairs(bias: str, setting: str, **metadata: Any) -> datasets.DatasetDict:
-    """`custom_dataset` hook: the task's pairs as a single `test` split."""
+    """`custom_dataset` hook: the task's pairs as a single `test` split.
+
+    lm-eval calls it with the task's `dataset_kwargs` (bias, setting, optionally reword) merged
+    with the run metadata (`--metadata` and the model arguments), so unknown keys are ignored.
+    """
     opts = RunOptions.from_mapping(metadata)
     pairs = build_pairs(
         bias,
