@@ -33,3 +33,10 @@ def test_unrelated_keys_are_ignored() -> None:
 def test_bad_values_are_rejected_by_name(values: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         RunOptions.from_mapping(values)
+
+
+def test_a_misspelt_option_is_warned_about(caplog: pytest.LogCaptureFixture) -> None:
+    opts = RunOptions.from_mapping({"n_sample": 5, "pretrained": "x"})
+    assert opts.n_samples == 50
+    assert "unknown option 'n_sample'; did you mean 'n_samples'?" in caplog.text
+    assert "pretrained" not in caplog.text

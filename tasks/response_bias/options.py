@@ -6,6 +6,8 @@ lm-eval merges with the model arguments, so unknown keys are ignored here.
 
 from __future__ import annotations
 
+import difflib
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
@@ -13,6 +15,7 @@ from typing import Any
 from biasmonkey.tasks.response_bias.prompts import TEMPLATES
 
 MODES = ("exact", "sample")
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,13 @@ class RunOptions:
 
     @classmethod
     def from_mapping(cls, values: Mapping[str, Any] | None) -> RunOptions:
-        """Pick our options out of a larger mapping (lm-eval metadata holds model args too)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in (values or {}).items() if k in names})
+        """Pick our options out of a larger mapping (lm-eval metadata holds model args too).
+
+        Other keys are ignored, but one that looks like a misspelt option is warned about.
+        """
+        names = [f.name for f in fields(cls)]
+        values = dict(values or {})
+        for key in values:
+            if key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):
+                log.warning("biasmonkey ignores the unknown option %r; did you mean %r?", key, close[0])
+        return cls(**{k: v for k, v in values.items() if k in names})
