@@ -40,6 +40,7 @@ def load_pairs(bias: str, setting: str, **metadata: Any) -> datasets.DatasetDict
         bias,
         setting,
         perturbation_seed=opts.perturbation_seed,
+        perturbation_rules=opts.perturbation_rules,
         allow_forbid_all=opts.allow_forbid_all,
         reword=bool(metadata.get("reword", False)),
     )

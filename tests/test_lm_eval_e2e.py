@@ -194,15 +194,16 @@ def test_lm_eval_config_file_in_configs(tiny_model: Path, tmp_path: Path) -> Non
 
 
 def test_perturbation_seed_draws_fresh_typos_reproducibly(tiny_model: Path, tmp_path: Path) -> None:
-    def prompts(run: str, seed: int) -> list[tuple[str, str]]:
+    def prompts(run: str, seed: int, rules: str) -> list[tuple[str, str]]:
         _, samples = run_lm_eval(
             tiny_model, tmp_path / run, "biasmonkey_allow_forbid_letter_swap", "--limit", "3",
-            "--metadata", json.dumps({"perturbation_seed": seed}),
+            "--metadata", json.dumps({"perturbation_seed": seed, "perturbation_rules": rules}),
         )
         docs = [json.loads(line)["doc"] for line in samples["biasmonkey_allow_forbid_letter_swap"].read_text().splitlines()]
-        assert {d["source"] for d in docs} == {f"seeded:{seed}"}
+        assert {d["source"] for d in docs} == {f"seeded:{seed}:{rules}"}
         return [(d["q"], d["qp"]) for d in docs]
 
-    first, again = prompts("a", 3), prompts("b", 3)
+    first, again = prompts("a", 3, "paper"), prompts("b", 3, "paper")
     assert first == again  # same seed, byte-identical prompts
     assert all(q != qp for q, qp in first)
+    assert prompts("c", 3, "published") != first  # the rule set changes which words are touched

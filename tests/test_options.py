@@ -27,6 +27,7 @@ def test_unrelated_keys_are_ignored() -> None:
         ({"n_samples": True}, "n_samples=True must be a positive integer"),
         ({"perturbation_seed": "x"}, "perturbation_seed='x' must be an integer"),
         ({"allow_forbid_all": "yes"}, "allow_forbid_all='yes' must be true or false"),
+        ({"perturbation_rules": "loose"}, "perturbation_rules='loose' is unknown; use one of paper, published"),
         ({"template": "chatty"}, "template='chatty' is unknown"),
     ],
 )

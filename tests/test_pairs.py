@@ -136,7 +136,7 @@ def test_seeded_perturbations(data_dir: Path, bias: str, setting: str) -> None:
     seven = build_pairs(bias, setting, perturbation_seed=7)
     assert len(seven) == len(pub)
     for p in seven:
-        assert p["source"] == "seeded:7"
+        assert p["source"] == "seeded:7:paper"
         assert p["q"] == pub[p["key"]]["q"]
         assert options(p["qp"]) == options(p["q"])  # only the stem is perturbed
         assert p["qp"].endswith("\n".join(p["q"].split("\n")[-len(p["q_letters"]):]))

@@ -1,4 +1,8 @@
-"""Tests of the seeded typo generators in tasks/response_bias/perturb.py."""
+"""Tests of the seeded typo generators in tasks/response_bias/perturb.py.
+
+Most tests pin the ``published`` rules, whose statistics are checked against the released
+perturbed prompts; the ``paper`` rules (the default) have their own tests at the end.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +20,17 @@ from pathlib import Path
 
 import pytest
 
-from biasmonkey.tasks.response_bias.perturb import PERTURBATIONS, perturb_question, perturb_text
+from biasmonkey.tasks.response_bias import perturb
+from biasmonkey.tasks.response_bias.perturb import PERTURBATIONS
+
+
+def perturb_question(prompt: str, kind: str, seed: int, key: str) -> str:
+    return perturb.perturb_question(prompt, kind, seed, key, rules="published")
+
+
+def perturb_text(text: str, kind: str, rng: random.Random) -> str:
+    return perturb.perturb_text(text, kind, rng, rules="published")
+
 
 PROMPT = (
     "Overall, do you think science has made life easier or more difficult for most people in 2050?"
@@ -113,7 +127,7 @@ def test_same_seed_same_output(kind: str) -> None:
 def test_output_independent_of_python_hash_seed() -> None:
     code = (
         "from biasmonkey.tasks.response_bias.perturb import perturb_question as p\n"
-        f"print(repr([p({PROMPT!r}, k, 0, 'SCI1_W34') for k in {PERTURBATIONS!r}]))"
+        f"print(repr([p({PROMPT!r}, k, 0, 'SCI1_W34', rules='published') for k in {PERTURBATIONS!r}]))"
     )
     expected = repr([perturb_question(PROMPT, kind, 0, "SCI1_W34") for kind in PERTURBATIONS])
     for hash_seed in ("1", "2"):
@@ -315,3 +329,46 @@ def test_changed_fraction_matches_published(kind: str) -> None:
     p = (p_pub + p_ours) / 2
     tolerance = 4 * math.sqrt(p * (1 - p) / n * (1 + 1 / N_SEEDS))
     assert abs(p_ours - p_pub) <= tolerance, (kind, n, p_pub, p_ours, tolerance)
+
+
+# --- the paper's rules (the default) ----------------------------------------------------------
+
+# Seed 0, key "SCI1_W34", checked by hand: letter_swap now swaps inside 4-letter words
+# (made->mdae, life->lfie, more->mroe, most->msot) and skips "Overall," (punctuation) and "2050?";
+# middle_random shuffles 4-letter interiors too (life->lfie, most->msot; "made", "more" and "think"
+# drew their own order back); key_typo hit the same four letters as under the published rules.
+EXPECTED_PAPER_SEED0 = {
+    "key_typo": EXPECTED_SEED0["key_typo"],
+    "middle_random": "Overall, do you think secince has made lfie esaeir or more difulfict for msot "
+    "ppleoe in 2050?",
+    "letter_swap": "Overall, do you thnik sciecne has mdae lfie esaier or mroe difficlut for msot "
+    "poeple in 2050?",
+}
+
+
+@pytest.mark.parametrize("kind", PERTURBATIONS)
+def test_paper_rules_are_the_default(kind: str) -> None:
+    out = perturb.perturb_question(PROMPT, kind, 0, "SCI1_W34")
+    assert out == perturb.perturb_question(PROMPT, kind, 0, "SCI1_W34", rules="paper")
+    assert out == EXPECTED_PAPER_SEED0[kind] + "\nA. Easier\nB. More difficult"
+
+
+@pytest.mark.parametrize("kind", ["letter_swap", "middle_random"])
+def test_paper_rules_touch_four_letter_words_but_not_punctuated_or_short_ones(kind: str) -> None:
+    outs = {perturb.perturb_text("that", kind, random.Random(s)) for s in range(50)}
+    assert outs == {"that", "taht"} if kind == "middle_random" else outs == {"taht"}
+    for word in ("years?", "more/less", "Don't", "the", "2050"):
+        assert {perturb.perturb_text(word, kind, random.Random(s)) for s in range(50)} == {word}
+
+
+def test_paper_key_typo_replaces_letters_only() -> None:
+    outs = [perturb.perturb_text("years?", "key_typo", random.Random(s)) for s in range(2000)]
+    changed = [o for o in outs if o != "years?"]
+    assert all(o.endswith("?") and len(o) == 6 for o in outs)  # the "?" is never replaced
+    assert 0.15 < len(changed) / len(outs) < 0.22  # 0.2 · 25/26 ≈ 0.192 visibly changed
+    assert {perturb.perturb_text(",", "key_typo", random.Random(s)) for s in range(100)} == {","}
+
+
+def test_unknown_rules_raise() -> None:
+    with pytest.raises(ValueError, match=r"unknown perturbation rules 'loose'; valid: paper, published"):
+        perturb.perturb_question(PROMPT, "key_typo", 0, "K", rules="loose")

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
+from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, RULES
 from biasmonkey.tasks.response_bias.prompts import TEMPLATES
 
 MODES = ("exact", "sample")
@@ -23,6 +24,7 @@ class RunOptions:
     mode: str = "exact"  # exact: option log-probabilities; sample: N sampled answers at temperature 1
     n_samples: int = 50  # answers drawn per question in sample mode (all are kept)
     perturbation_seed: int | None = None  # None: published perturbed prompts; int: our seeded draw
+    perturbation_rules: str = DEFAULT_RULES  # "paper" or "published" word rules of the generator
     allow_forbid_all: bool = False  # keep the 8 allow/forbid pairs the published analysis excludes
     template: str = "default"
     fewshot_seed: int = 1234  # few-shot draws (identical for q and q')
@@ -36,6 +38,10 @@ class RunOptions:
             not isinstance(self.perturbation_seed, int) or isinstance(self.perturbation_seed, bool)
         ):
             raise ValueError(f"option perturbation_seed={self.perturbation_seed!r} must be an integer")
+        if self.perturbation_rules not in RULES:
+            raise ValueError(
+                f"option perturbation_rules={self.perturbation_rules!r} is unknown; use one of {', '.join(RULES)}"
+            )
         if not isinstance(self.allow_forbid_all, bool):
             raise ValueError(f"option allow_forbid_all={self.allow_forbid_all!r} must be true or false")
         if self.template not in TEMPLATES:

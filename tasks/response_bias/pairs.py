@@ -12,6 +12,7 @@ from typing import Any
 
 from biasmonkey.metrics.response_bias import BIASES, PERTURBATIONS, SETTINGS
 from biasmonkey.tasks.response_bias.data import DataError, PromptRow, load_rows, prompt_file
+from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, perturb_question
 
 # The published analysis leaves out these allow/forbid questions (48 -> 40 pairs).
 ALLOW_FORBID_EXCLUDED = (
@@ -54,6 +55,7 @@ def build_pairs(
     setting: str,
     *,
     perturbation_seed: int | None = None,
+    perturbation_rules: str = DEFAULT_RULES,
     allow_forbid_all: bool = False,
     reword: bool = False,
 ) -> list[dict[str, Any]]:
@@ -61,6 +63,8 @@ def build_pairs(
 
     perturbation_seed: draw q' for a perturbation setting with our seeded generator instead of
         the published perturbed prompt (same seed -> byte-identical prompts).
+    perturbation_rules: which words the generator may touch: "paper" (as the paper states the
+        rules) or "published" (as the released perturbed prompts show them).
     allow_forbid_all: keep the 8 allow/forbid questions the published analysis excludes.
     reword: use the alternative acquiescence wording (acquiescence_reword.csv).
     """
@@ -74,16 +78,14 @@ def build_pairs(
     rows = load_rows(bias, "bias" if seeded else setting, reword=reword)
     source = prompt_file(bias, setting, reword)
     if seeded:
-        from biasmonkey.tasks.response_bias.perturb import perturb_question
-
-        source = f"seeded:{perturbation_seed}"
+        source = f"seeded:{perturbation_seed}:{perturbation_rules}"
     pairs = []
     for row in rows:
         if bias == "allow_forbid" and not allow_forbid_all and row.key in ALLOW_FORBID_EXCLUDED:
             continue
         q_text = row.control.text
         if seeded:
-            qp_text = perturb_question(q_text, setting, int(perturbation_seed), row.key)
+            qp_text = perturb_question(q_text, setting, int(perturbation_seed), row.key, perturbation_rules)
             qp_letters = list(row.control.letters)
             positions = list(range(len(qp_letters)))
         else:

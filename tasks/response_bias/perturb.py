@@ -1,7 +1,16 @@
 """Seeded generators of the three non-bias perturbations ("typos") of Tjuatja et al. (2023/24).
 
-Appendix A.3 of the paper swaps the descriptions of "middle random" and "letter swap"; the rules
-below follow the published perturbed prompts (``prompts/*-{kind}.csv``: ``orig alpha`` vs. the
+Two rule sets (`RULES`), which differ only in which words may be touched:
+
+* ``paper`` (default): the rules as the paper states them (Appendix A.3). letter_swap and
+  middle_random touch words of >= 4 letters that contain no digit and no punctuation, keeping the
+  first and last letters; key_typo replaces one letter of a word without digits with probability 0.2.
+* ``published``: the rules the released perturbed prompts actually follow (below): >= 5 characters,
+  letter_swap also inside tokens with punctuation, key_typo at any position of the token. Use it
+  to draw variants statistically like the published ones.
+
+Appendix A.3 of the paper swaps the descriptions of "middle random" and "letter swap"; the
+``published`` rules below follow the published perturbed prompts (``prompts/*-{kind}.csv``: ``orig alpha`` vs. the
 perturbed column, 176 acquiescence + 48 allow/forbid + 126 opinion-float + 271 response-order
 questions, ~13k words per kind). What those files show:
 
@@ -37,11 +46,27 @@ import hashlib
 import random
 import re
 import string
+from dataclasses import dataclass
 
 PERTURBATIONS = ("key_typo", "middle_random", "letter_swap")
 
 KEY_TYPO_PROB = 0.2  # per-token probability of a key typo (paper: 20%)
-MIN_SCRAMBLE_LEN = 5  # letter_swap / middle_random touch only tokens this long (published data)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """Which words the perturbations may touch."""
+
+    min_scramble_len: int  # letter_swap / middle_random touch only tokens at least this long
+    swap_alpha_only: bool  # letter_swap skips tokens with punctuation
+    typo_letters_only: bool  # key_typo replaces a letter, never a punctuation mark
+
+
+RULES: dict[str, Rules] = {
+    "paper": Rules(min_scramble_len=4, swap_alpha_only=True, typo_letters_only=True),
+    "published": Rules(min_scramble_len=5, swap_alpha_only=False, typo_letters_only=False),
+}
+DEFAULT_RULES = "paper"
 
 _SEPARATORS = re.compile(r"(\s+)")  # capturing group: the separators are kept by re.split
 _OPTION_LINE = re.compile(r"[A-Z]\.\s")  # "A. ...", "B. ...": answer options, never perturbed
@@ -51,22 +76,30 @@ def _has_digit(token: str) -> bool:
     return any(ch.isdigit() for ch in token)
 
 
-def _key_typo(token: str, rng: random.Random) -> str:
+def _key_typo(token: str, rng: random.Random, rules: Rules) -> str:
     if _has_digit(token) or rng.random() >= KEY_TYPO_PROB:
         return token
-    i = rng.randrange(len(token))
+    if rules.typo_letters_only:
+        letters = [i for i, ch in enumerate(token) if ch.isalpha()]
+        if not letters:
+            return token
+        i = letters[rng.randrange(len(letters))]
+    else:
+        i = rng.randrange(len(token))
     return token[:i] + rng.choice(string.ascii_lowercase) + token[i + 1 :]
 
 
-def _letter_swap(token: str, rng: random.Random) -> str:
-    if len(token) < MIN_SCRAMBLE_LEN or _has_digit(token):
+def _letter_swap(token: str, rng: random.Random, rules: Rules) -> str:
+    if len(token) < rules.min_scramble_len or _has_digit(token):
+        return token
+    if rules.swap_alpha_only and not token.isalpha():
         return token
     i = rng.randrange(1, len(token) - 2)  # swap i and i + 1, both strictly inside the token
     return token[:i] + token[i + 1] + token[i] + token[i + 2 :]
 
 
-def _middle_random(token: str, rng: random.Random) -> str:
-    if len(token) < MIN_SCRAMBLE_LEN or not token.isalpha():
+def _middle_random(token: str, rng: random.Random, rules: Rules) -> str:
+    if len(token) < rules.min_scramble_len or not token.isalpha():
         return token
     middle = list(token[1:-1])
     rng.shuffle(middle)  # may give back the original, as in the published files
@@ -76,19 +109,22 @@ def _middle_random(token: str, rng: random.Random) -> str:
 _PERTURBERS = {"key_typo": _key_typo, "middle_random": _middle_random, "letter_swap": _letter_swap}
 
 
-def _check_kind(kind: str) -> None:
+def _check(kind: str, rules: str) -> Rules:
     if kind not in _PERTURBERS:
         valid = ", ".join(PERTURBATIONS)
         raise ValueError(f"unknown perturbation kind {kind!r}; valid kinds: {valid}")
+    if rules not in RULES:
+        raise ValueError(f"unknown perturbation rules {rules!r}; valid: {', '.join(RULES)}")
+    return RULES[rules]
 
 
-def perturb_text(text: str, kind: str, rng: random.Random) -> str:
+def perturb_text(text: str, kind: str, rng: random.Random, rules: str = DEFAULT_RULES) -> str:
     """Perturb every eligible word of ``text``; whitespace and line breaks are kept exactly."""
-    _check_kind(kind)
+    word_rules = _check(kind, rules)
     perturb = _PERTURBERS[kind]
     parts = _SEPARATORS.split(text)  # words at even indices, separators at odd ones
     return "".join(
-        part if i % 2 or not part else perturb(part, rng) for i, part in enumerate(parts)
+        part if i % 2 or not part else perturb(part, rng, word_rules) for i, part in enumerate(parts)
     )
 
 
@@ -107,11 +143,12 @@ def _rng(seed: int, key: str, kind: str) -> random.Random:
     return random.Random(int.from_bytes(digest, "big"))
 
 
-def perturb_question(prompt: str, kind: str, seed: int, key: str) -> str:
+def perturb_question(prompt: str, kind: str, seed: int, key: str, rules: str = DEFAULT_RULES) -> str:
     """Perturb the stem of ``prompt`` (stem + "\\n" + option lines); the option lines are unchanged.
 
-    The same (seed, key, kind) always gives the same output; other keys or kinds draw independently.
+    The same (seed, key, kind, rules) always gives the same output; other keys or kinds draw
+    independently.
     """
-    _check_kind(kind)
+    _check(kind, rules)
     stem, options = _split_stem(prompt)
-    return perturb_text(stem, kind, _rng(seed, key, kind)) + options
+    return perturb_text(stem, kind, _rng(seed, key, kind), rules) + options
