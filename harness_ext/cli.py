@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -60,6 +61,10 @@ def lm_eval_command(args: argparse.Namespace, model_path: str) -> list[str]:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from biasmonkey.tasks.response_bias.data import resolve_all
+
+    # Fail early, with one clear message, if the prompt files cannot be had.
+    print(f"Checking the {len(resolve_all())} BiasMonkey data files: ok", flush=True)
     from biasmonkey.harness_ext.summary import write_summary
 
     if args.model:
@@ -126,6 +131,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="biasmonkey: %(message)s")  # e.g. download progress
     try:
         return args.func(args)
     except (ValueError, FileNotFoundError, RuntimeError) as err:

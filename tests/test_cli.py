@@ -93,3 +93,15 @@ def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
     assert "| acquiescence | bias | 10 | 5.000 | 1.000 | 3.000 | 7.000 | 5.000 | 0.001 | yes |" in md
     # +1 (acquiescence, significant Δ > 0) −1 (allow/forbid, significant Δ < 0) = 0 over 2 biases
     assert "Human-likeness score: +0 of 2 (acquiescence +1, allow_forbid -1)." in md
+
+
+def test_run_without_data_fails_early_with_a_clear_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.delenv("BIASMONKEY_DATA_DIR", raising=False)
+    monkeypatch.setenv("BIASMONKEY_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BIASMONKEY_BIASMONKEY_URL", "http://127.0.0.1:9")  # nothing listens there
+    assert main(["run", "--model", str(tmp_path / "model"), "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "could not download http://127.0.0.1:9/prompts/" in err and "Set BIASMONKEY_DATA_DIR" in err
+    assert not (tmp_path / "out").exists()  # lm-eval was never started

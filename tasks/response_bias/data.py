@@ -97,6 +97,11 @@ def resolve(name: str) -> Path:
     return path
 
 
+def resolve_all() -> list[Path]:
+    """Resolve (and, without BIASMONKEY_DATA_DIR, download and cache) every data file."""
+    return [resolve(name) for name in FILES]
+
+
 def _download(url: str, dest: Path, expected: str) -> None:
     """Fetch url into dest, but only if its sha256 matches: a bad payload never reaches the cache."""
     log.info("downloading %s", url)
