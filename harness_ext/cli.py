@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, RULES
 
 
 def tasks_dir() -> Path:
@@ -49,7 +50,7 @@ def lm_eval_command(args: argparse.Namespace, model_path: str) -> list[str]:
         "--output_path", str(args.output),
         "--log_samples",
     ]
-    metadata = {"mode": args.mode, "n_samples": args.n_samples}
+    metadata = {"mode": args.mode, "n_samples": args.n_samples, "perturbation_rules": args.perturbation_rules}
     if args.perturbation_seed is not None:
         metadata["perturbation_seed"] = args.perturbation_seed
     cmd += ["--metadata", json.dumps(metadata)]
@@ -65,8 +66,6 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     # Fail early, with one clear message, if the prompt files cannot be had.
     print(f"Checking the {len(resolve_all())} BiasMonkey data files: ok", flush=True)
-    from biasmonkey.harness_ext.summary import write_summary
-
     if args.model:
         model_path = args.model
     else:
@@ -114,6 +113,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--mode", choices=("exact", "sample"), default="exact")
     p.add_argument("--n-samples", type=int, default=50, help="answers per question in sample mode")
     p.add_argument("--perturbation-seed", type=int, help="draw perturbations with our seeded generator")
+    p.add_argument("--perturbation-rules", choices=tuple(RULES), default=DEFAULT_RULES,
+                   help="the generator's word rules: as the paper states them, or as the published files are")
     p.add_argument("--limit", type=int, help="pairs per task (for a quick look)")
     p.add_argument("--batch-size", default="16")
     p.add_argument("--device", default="cpu")

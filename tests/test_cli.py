@@ -105,3 +105,14 @@ def test_run_without_data_fails_early_with_a_clear_message(
     err = capsys.readouterr().err
     assert "could not download http://127.0.0.1:9/prompts/" in err and "Set BIASMONKEY_DATA_DIR" in err
     assert not (tmp_path / "out").exists()  # lm-eval was never started
+
+
+def test_run_passes_the_run_options_to_lm_eval_metadata() -> None:
+    from biasmonkey.harness_ext.cli import build_parser, lm_eval_command
+
+    args = build_parser().parse_args(["run", "--mode", "sample", "--n-samples", "7", "--perturbation-seed", "3",
+                                      "--perturbation-rules", "published", "--limit", "2"])
+    cmd = lm_eval_command(args, "/models/m")
+    assert json.loads(cmd[cmd.index("--metadata") + 1]) == {
+        "mode": "sample", "n_samples": 7, "perturbation_rules": "published", "perturbation_seed": 3}
+    assert cmd[cmd.index("--limit") + 1] == "2" and "pretrained=/models/m,dtype=float32" in cmd
