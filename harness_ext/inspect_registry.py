@@ -1,0 +1,1 @@
+"""Inspect's entry point: importing this module registers every biasmonkey task."""

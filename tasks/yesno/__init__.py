@@ -1,0 +1,1 @@
+"""Yes-no bias suite (Bhatt & Ivanova, CogSci 2025): COMPS-YNQ and EWoK-YNQ."""
