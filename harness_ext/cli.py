@@ -1,4 +1,4 @@
-"""The `biasmonkey` command line: tasks-dir, score-samples, run, summarize."""
+"""The `biasmonkey` command line: tasks-dir, score-samples, run, summarize, inspect-eval-set, yesno-compare."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from biasmonkey.harness_ext.yesno_compare import add_subcommand as add_yesno_compare
 from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, RULES
 
 
@@ -94,6 +95,13 @@ def cmd_summarize(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_inspect_eval_set(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.inspect_eval_set import parse_task_args, run_eval_set
+
+    ok = run_eval_set(args.config, args.model, args.log_dir, parse_task_args(args.task_arg), args.limit)
+    return 0 if ok else 1
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="biasmonkey", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -124,9 +132,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_run)
 
     p = sub.add_parser("summarize", help="summary table of an lm-eval output folder (run with --log_samples)")
-    p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path")
+    p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path, or an Inspect log dir")
     p.add_argument("--out", type=Path, help="where to write summary.md/.csv (default: the results folder)")
     p.set_defaults(func=cmd_summarize)
+
+    p = sub.add_parser("inspect-eval-set", help="run an Inspect eval set from a YAML file in configs/")
+    p.add_argument("config", type=Path, help="e.g. configs/inspect_response_bias.yaml")
+    p.add_argument("--model", help="Inspect model, e.g. openai/gpt-4o-mini or hf/<folder> (overrides the file)")
+    p.add_argument("--log-dir", help="log folder (overrides the file)")
+    p.add_argument("--limit", type=int, help="pairs per task (for a quick look)")
+    p.add_argument("-T", dest="task_arg", action="append", default=[], metavar="KEY=VALUE",
+                   help="task argument, e.g. -T mode=sample (repeatable; overrides the file)")
+    p.set_defaults(func=cmd_inspect_eval_set)
+
+    add_yesno_compare(sub)
     return parser
 
 

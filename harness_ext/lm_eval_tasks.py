@@ -14,7 +14,7 @@ import math
 import random
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import datasets
 from lm_eval.api.instance import Instance
@@ -22,11 +22,11 @@ from lm_eval.api.task import ConfigurableTask
 
 from biasmonkey.metrics import DeltaSummary, summarize_deltas
 from biasmonkey.tasks.response_bias.options import RunOptions
-from biasmonkey.tasks.response_bias.pairs import build_pairs
-from biasmonkey.tasks.response_bias.prompts import render_prompt
-from biasmonkey.tasks.response_bias.scoring import PairRecord, score_exact, score_samples
+from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, answer_continuations, render_prompt
+from biasmonkey.tasks.response_bias.scoring import PairRecord, option_logprobs, score_exact, score_samples
 
 SIDES = ("q", "qp")
+R = TypeVar("R")
 
 
 def load_pairs(bias: str, setting: str, **metadata: Any) -> datasets.DatasetDict:
@@ -35,15 +35,7 @@ def load_pairs(bias: str, setting: str, **metadata: Any) -> datasets.DatasetDict
     lm-eval calls it with the task's `dataset_kwargs` (bias, setting, optionally reword) merged
     with the run metadata (`--metadata` and the model arguments), so unknown keys are ignored.
     """
-    opts = RunOptions.from_mapping(metadata)
-    pairs = build_pairs(
-        bias,
-        setting,
-        perturbation_seed=opts.perturbation_seed,
-        perturbation_rules=opts.perturbation_rules,
-        allow_forbid_all=opts.allow_forbid_all,
-        reword=bool(metadata.get("reword", False)),
-    )
+    pairs = RunOptions.from_mapping(metadata).task_pairs(bias, setting, reword=bool(metadata.get("reword", False)))
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(pairs)})
 
 
@@ -75,25 +67,34 @@ def count(values: Sequence[float]) -> int:
     return _summary(values).n
 
 
-def _metric(name: str, aggregation: str | Callable, higher_is_better: bool) -> dict[str, Any]:
+def metric_entry(name: str, aggregation: str | Callable, higher_is_better: bool) -> dict[str, Any]:
     return {"metric": name, "aggregation": aggregation, "higher_is_better": higher_is_better}
+
+
+def t_test_metrics(name: str, count_name: str, higher_is_better: bool) -> list[dict[str, Any]]:
+    """The mean of a per-document value (lm-eval's `mean`, with a stderr) and its one-sample
+    t-test against 0: `<name>`, `<name>_t`, `<name>_p`, `<name>_ci_low`, `<name>_ci_high`, and
+    the number of documents with a value."""
+    return [
+        metric_entry(name, "mean", higher_is_better),
+        metric_entry(f"{name}_t", t_statistic, higher_is_better),
+        metric_entry(f"{name}_p", p_value, not higher_is_better),
+        metric_entry(f"{name}_ci_low", ci_low, higher_is_better),
+        metric_entry(f"{name}_ci_high", ci_high, higher_is_better),
+        metric_entry(count_name, count, True),
+    ]
 
 
 def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
     """What each task reports. `delta` uses lm-eval's `mean`, so it gets a stderr."""
     metrics = [
         # Positive Δ on a bias task is the human-like direction; on a perturbation, humans show none.
-        _metric("delta", "mean", is_bias),
-        _metric("delta_t", t_statistic, is_bias),
-        _metric("delta_p", p_value, not is_bias),
-        _metric("delta_ci_low", ci_low, is_bias),
-        _metric("delta_ci_high", ci_high, is_bias),
-        _metric("n_pairs", count, True),
-        _metric("uncertainty_q", "mean", False),
-        _metric("uncertainty_qp", "mean", False),
+        *t_test_metrics("delta", "n_pairs", is_bias),
+        metric_entry("uncertainty_q", "mean", False),
+        metric_entry("uncertainty_qp", "mean", False),
     ]
     if mode == "sample":
-        metrics.append(_metric("invalid_rate", "mean", False))
+        metrics.append(metric_entry("invalid_rate", "mean", False))
     return metrics
 
 
@@ -103,29 +104,40 @@ def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
 def pair_record(doc: dict, results: Sequence, mode: str) -> PairRecord:
     """The per-pair record from one document's results (filtered responses, in request order)."""
     if mode == "exact":
+        # (log-likelihood, is_greedy) per continuation: each option's spellings, q then q'
+        lls = option_logprobs([float(r[0]) for r in results])
         n_q = len(doc["q_letters"])
-        lls = [float(r[0]) for r in results]  # (log-likelihood, is_greedy) per option letter
         return score_exact(doc, lls[:n_q], lls[n_q:])
     q_answers, qp_answers = results
     return score_samples(doc, q_answers, qp_answers)
 
 
-def records_from_samples_file(path: str | Path) -> list[PairRecord]:
-    """Rebuild the per-pair records of a task from lm-eval's --log_samples JSONL file."""
+def read_samples_file(path: str | Path, to_record: Callable[[dict, list], R], suite: str) -> list[R]:
+    """Records of every document in an lm-eval --log_samples JSONL file; a line that is not
+    one of the suite's samples is an error naming the file and line."""
     records = []
     with Path(path).open() as f:
         for line_no, line in enumerate(f, 1):
             sample = json.loads(line)
             try:
-                doc, results = sample["doc"], sample["filtered_resps"]
-                # Exact mode logs one (log-likelihood, is_greedy) per option letter, sample mode
-                # one list of answers per side (lm-eval writes the numbers as strings).
-                n_options = len(doc["q_letters"]) + len(doc["qp_letters"])
-                mode = "exact" if len(results) == n_options else "sample"
-                records.append(pair_record(doc, results, mode))
+                records.append(to_record(sample["doc"], sample["filtered_resps"]))
             except (KeyError, TypeError, ValueError) as err:
-                raise ValueError(f"{path}, line {line_no}: not a biasmonkey pair sample ({err})") from err
+                raise ValueError(f"{path}, line {line_no}: not a biasmonkey {suite} sample ({err})") from err
     return records
+
+
+def read_logged_pair(doc: dict, results: list) -> PairRecord:
+    """The record of one logged document (its doc and filtered responses)."""
+    # Exact mode logs one (log-likelihood, is_greedy) per spelling of each option, sample mode
+    # one list of answers per side (lm-eval writes numbers as strings).
+    n_options = len(doc["q_letters"]) + len(doc["qp_letters"])
+    mode = "exact" if len(results) == n_options * len(ANSWER_SPELLINGS) else "sample"
+    return pair_record(doc, results, mode)
+
+
+def records_from_samples_file(path: str | Path) -> list[PairRecord]:
+    """Rebuild the per-pair records of a task from lm-eval's --log_samples JSONL file."""
+    return read_samples_file(path, read_logged_pair, "pair")
 
 
 # ---------------------------------------------------------------------------- the task
@@ -201,15 +213,14 @@ class PairedResponseTask(ConfigurableTask):
         ]
 
     def construct_requests(self, doc: dict, ctx: list[str], **kwargs: Any) -> list[Instance]:
-        chat = kwargs.pop("apply_chat_template", False)
+        kwargs.pop("apply_chat_template", None)
         kwargs.pop("chat_template", None)
-        # Continuations follow "Answer:" with a space; after a chat template's assistant
-        # prompt they start the turn, without one (as lm-eval does for multiple choice).
-        delimiter = "" if chat else self.config.target_delimiter
         requests = []
         for side, context in zip(SIDES, ctx):
             if self.options.mode == "exact":
-                args = [(context, f"{delimiter}{letter}") for letter in doc[f"{side}_letters"]]
+                # Each letter with and without a leading space: one forward pass per context
+                # all the same, since every continuation is a single token.
+                args = [(context, cont) for cont in answer_continuations(doc[f"{side}_letters"])]
             else:
                 args = [(context, dict(self.config.generation_kwargs))]
             for arg in args:

@@ -1,8 +1,8 @@
 """Summary table (markdown + CSV) of a response-bias run, recomputed from the per-pair records.
 
-Reads the `samples_biasmonkey_*.jsonl` files lm-eval writes with `--log_samples`, rebuilds each
-task's per-pair records and computes every number with `biasmonkey.metrics` (never from the
-aggregates lm-eval printed).
+Reads the `samples_biasmonkey_*.jsonl` files lm-eval writes with `--log_samples`, or the logs of
+`inspect eval biasmonkey/...` (`.eval`/`.json`), rebuilds each task's per-pair records and
+computes every number with `biasmonkey.metrics` (never from the aggregates a harness printed).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import json
 import math
 import re
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
@@ -19,6 +20,8 @@ from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, hum
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 SAMPLES_FILE = re.compile(r"^samples_(biasmonkey_[a-z_]+)_(\d{4}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
+# The response-bias task names (the yes-no and cognitive suites share the biasmonkey_ prefix).
+TASK_NAMES = frozenset(b if s == "bias" else f"{b}_{s}" for b in BIASES for s in SETTINGS)
 COLUMNS = (
     "bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant",
     "uncertainty_q", "uncertainty_qp", "r_absdelta_uncertainty_q",
@@ -29,11 +32,38 @@ def latest_samples_files(output_dir: Path) -> dict[str, Path]:
     """Newest samples file per biasmonkey task under an lm-eval output folder."""
     newest: dict[str, tuple[str, Path]] = {}
     for path in Path(output_dir).rglob("samples_biasmonkey_*.jsonl"):
-        if m := SAMPLES_FILE.match(path.name):
+        if (m := SAMPLES_FILE.match(path.name)) and m.group(1).removeprefix("biasmonkey_") in TASK_NAMES:
             task, stamp = m.groups()
             if task not in newest or stamp > newest[task][0]:
                 newest[task] = (stamp, path)
     return {task: path for task, (_, path) in newest.items()}
+
+
+def latest_inspect_logs(output_dir: Path) -> dict[str, Path]:
+    """Newest Inspect log per biasmonkey response-bias task under a log folder."""
+    try:
+        from inspect_ai.log import list_eval_logs, read_eval_log
+    except ImportError:  # Inspect is an optional extra
+        return {}
+    newest: dict[str, Path] = {}
+    for info in list_eval_logs(str(output_dir), descending=True):  # newest first
+        task = read_eval_log(info, header_only=True).eval.task
+        if task.startswith("biasmonkey/") and task.removeprefix("biasmonkey/") in TASK_NAMES:
+            newest.setdefault("biasmonkey_" + task.removeprefix("biasmonkey/"), Path(info.name.removeprefix("file://")))
+    return newest
+
+
+def task_records(output_dir: Path) -> dict[str, list[PairRecord]]:
+    """Per-pair records per task from an lm-eval output folder or an Inspect log folder."""
+    from_lm_eval, from_inspect = latest_samples_files(output_dir), latest_inspect_logs(output_dir)
+    if both := sorted(set(from_lm_eval) & set(from_inspect)):
+        raise ValueError(f"{output_dir} holds lm-eval samples and Inspect logs of {both[0]}: summarize one harness's output at a time")
+    records = {task: records_from_samples_file(path) for task, path in from_lm_eval.items()}
+    if from_inspect:
+        from biasmonkey.harness_ext.inspect_tasks import records_from_eval_log
+
+        records.update({task: records_from_eval_log(path) for task, path in from_inspect.items()})
+    return records
 
 
 def _mean(values: list[float]) -> float:
@@ -69,11 +99,12 @@ def summary_row(records: list[PairRecord]) -> dict[str, Any]:
 
 def summary_rows(output_dir: Path) -> list[dict[str, Any]]:
     """One row per response-bias task in the folder, in suite order."""
-    rows = []
-    for task, path in latest_samples_files(output_dir).items():
-        records = records_from_samples_file(path)
-        if records:
-            rows.append(summary_row(records))
+    return rows_in_suite_order(task_records(output_dir).values())
+
+
+def rows_in_suite_order(records_per_task: Iterable[list[PairRecord]]) -> list[dict[str, Any]]:
+    """One summary row per task's records, in suite order (biases, then their perturbations)."""
+    rows = [summary_row(records) for records in records_per_task if records]
     order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BIASES for s in SETTINGS)}
     return sorted(rows, key=lambda r: order[(r["bias"], r["setting"])])
 
@@ -119,20 +150,26 @@ def to_markdown(rows: list[dict[str, Any]], title: str) -> str:
 
 
 def model_label(output_dir: Path) -> str:
-    """The model's name from the newest lm-eval results file, if any."""
+    """The model's name from the newest lm-eval results file or Inspect log, if any."""
     files = sorted(Path(output_dir).rglob("results_*.json"), key=lambda p: p.name)
-    if not files:
-        return "model"
-    name = json.loads(files[-1].read_text()).get("model_name") or "model"
+    if files:
+        name = json.loads(files[-1].read_text()).get("model_name") or "model"
+    elif logs := latest_inspect_logs(output_dir):
+        from inspect_ai.log import read_eval_log
+
+        name = read_eval_log(str(next(iter(logs.values()))), header_only=True).eval.model
+    else:
+        name = "model"
     return Path(str(name)).name
 
 
 def write_summary(output_dir: Path, out_dir: Path | None = None) -> tuple[Path, Path]:
-    """Write summary.md and summary.csv for the lm-eval output folder (into out_dir or the folder)."""
+    """Write summary.md and summary.csv for an lm-eval output or Inspect log folder (into out_dir or the folder)."""
     rows = summary_rows(output_dir)
     if not rows:
         raise ValueError(
-            f"no samples_biasmonkey_*.jsonl files under {output_dir}: run lm_eval with --log_samples"
+            f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
+            "run lm_eval with --log_samples, or give the Inspect log folder"
         )
     out_dir = Path(out_dir or output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,8 @@
    must equal the distinct prompts.
 2. A plain batched transformers forward over the same distinct prompts, for the ratio.
 3. Sampling (N answers per question) against exact mode on a subset.
-All figures of one invocation come from one process on one machine.
+All figures of one invocation come from one process on one machine. The suite's results table
+(`summary.md`, as `biasmonkey summarize` writes it) is computed from the same run.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 from biasmonkey.harness_ext.cli import tasks_dir  # noqa: E402
+from biasmonkey.harness_ext.lm_eval_tasks import read_logged_pair  # noqa: E402
+from biasmonkey.harness_ext.summary import rows_in_suite_order, to_markdown  # noqa: E402
 from biasmonkey.harness_ext.default_model import ensure_default_model  # noqa: E402
 from biasmonkey.metrics import BIASES, PERTURBATIONS  # noqa: E402
 
@@ -84,6 +87,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench_out"))
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--subset-limit", type=int, default=10, help="pairs per task for sampling vs exact")
+    parser.add_argument("--suite-limit", type=int, help="pairs per task in part 1 (default: all; for a quick check)")
     parser.add_argument("--n-samples", type=int, default=50)
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -93,7 +97,7 @@ def main() -> None:
     counter = ForwardCounter(lm.model)
 
     print("1/3 full exact suite ...", flush=True)
-    results, suite_seconds = evaluate(lm, ALL_TASKS, {"mode": "exact"})
+    results, suite_seconds = evaluate(lm, ALL_TASKS, {"mode": "exact"}, limit=args.suite_limit)
     contexts = distinct_contexts(results)
     suite = {
         "wall_seconds": round(suite_seconds, 1),
@@ -103,6 +107,10 @@ def main() -> None:
         "forward_sequences": counter.sequences,
         "forward_calls": counter.calls,
     }
+
+    records = ([read_logged_pair(s["doc"], s["filtered_resps"]) for s in samples] for samples in results["samples"].values())
+    table = to_markdown(rows_in_suite_order(records), "Survey response biases: SmolLM2-135M-Instruct (exact mode)")
+    (args.out / "summary.md").write_text(table)
 
     print("2/3 plain batched forward over the same prompts ...", flush=True)
     plain = plain_forward_seconds(lm, contexts, args.batch_size)

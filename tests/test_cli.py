@@ -52,7 +52,8 @@ def test_run_writes_lm_eval_results_and_a_summary(tiny_model: Path, data_dir: Pa
 def _sample(key: str, p_q: list[float], p_qp: list[float]) -> str:
     doc = {"key": key, "bias": "acquiescence", "setting": "bias", "source": "hand", "q": "q?", "qp": "q'?",
            "q_letters": ["A", "B"], "qp_letters": ["A", "B"], "qp_positions": [0, 1]}
-    resps = [[repr(math.log(p)), "False"] for p in p_q + p_qp]  # lm-eval logs numbers as strings
+    # Each option's two spellings (" A", "A") share its probability; lm-eval logs numbers as strings.
+    resps = [[repr(math.log(share)), "False"] for p in p_q + p_qp for share in (0.25 * p, 0.75 * p)]
     return json.dumps({"doc": doc, "filtered_resps": resps})
 
 
@@ -62,6 +63,8 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     # Pair K1: Δ = 100·(0.7 − 0.6) = 10; pair K2: Δ = 100·(0.8 − 0.5) = 30.
     (run / "samples_biasmonkey_acquiescence_2026-01-02T00-00-00.000000.jsonl").write_text(
         _sample("K1", [0.6, 0.4], [0.7, 0.3]) + "\n" + _sample("K2", [0.5, 0.5], [0.8, 0.2]) + "\n")
+    # Another suite's samples (same biasmonkey_ prefix, other records) are not this table's.
+    (run / "samples_biasmonkey_cognitive_anchoring_2026-01-02T00-00-00.000000.jsonl").write_text('{"doc": {}}\n')
     # An older run of the same task in the same folder is ignored.
     (run / "samples_biasmonkey_acquiescence_2026-01-01T00-00-00.000000.jsonl").write_text(_sample("OLD", [0.1, 0.9], [0.9, 0.1]) + "\n")
     assert main(["summarize", str(tmp_path)]) == 0

@@ -24,12 +24,15 @@ EXACT_METRICS = {"delta", "delta_stderr", "delta_t", "delta_p", "delta_ci_low", 
 pytestmark = pytest.mark.usefixtures("data_dir")
 
 
-def run_lm_eval(model: Path, out: Path, tasks: str, *extra: str, include: str | None = None, cwd: Path = REPO) -> tuple[dict, dict[str, Path]]:
+def run_lm_eval(
+    model: Path, out: Path, tasks: str, *extra: str, include: str | None = None, cwd: Path = REPO,
+    batch_size: int = 8, dtype: str = "float32",
+) -> tuple[dict, dict[str, Path]]:
     """Run the stock lm_eval CLI; return the results dict and each task's samples file."""
     cmd = [
         sys.executable, "-m", "lm_eval",
-        "--model", "hf", "--model_args", f"pretrained={model},dtype=float32",
-        "--device", "cpu", "--batch_size", "8",
+        "--model", "hf", "--model_args", f"pretrained={model},dtype={dtype}",
+        "--device", "cpu", "--batch_size", str(batch_size),
         "--include_path", include or str(REPO / "tasks"),
         "--tasks", tasks, "--output_path", str(out), "--log_samples", *extra,
     ]
@@ -74,15 +77,15 @@ def assert_recomputes(task_results: dict, samples_file: Path, n_pairs: int) -> l
 
 @pytest.fixture(scope="module")
 def exact_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, data_dir: Path):
-    """All 20 tasks, exact mode, through `biasmonkey tasks-dir` from an unrelated directory."""
+    """All 20 tasks (the suite's tag), exact mode, through `biasmonkey tasks-dir` from an unrelated directory."""
     cwd = tmp_path_factory.mktemp("elsewhere")
     tasks_dir = subprocess.run(
         [str(Path(sys.executable).with_name("biasmonkey")), "tasks-dir"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    return run_lm_eval(tiny_model, cwd / "out", "biasmonkey_*", "--limit", "3", include=tasks_dir, cwd=cwd)
+    return run_lm_eval(tiny_model, cwd / "out", "biasmonkey-response_bias", "--limit", "3", include=tasks_dir, cwd=cwd)
 
 
-def test_glob_runs_all_20_tasks_with_every_metric(exact_run) -> None:
+def test_suite_tag_runs_all_20_tasks_with_every_metric(exact_run) -> None:
     results, samples = exact_run
     assert set(results["results"]) == set(ALL_TASKS)
     for task in ALL_TASKS:
@@ -107,10 +110,13 @@ def test_exact_requests_are_the_option_letters_after_the_paper_prompt(exact_run)
     sample = json.loads(samples["biasmonkey_odd_even"].read_text().splitlines()[0])
     doc = sample["doc"]
     args = list(sample["arguments"].values())
-    # 5 letters for q, then 4 for q' (the odd/even question without its middle option)
-    assert [a["arg_1"] for a in args] == [" A", " B", " C", " D", " E", " A", " B", " C", " D"]
-    assert {a["arg_0"] for a in args[:5]} == {render_prompt(doc["q"])}
-    assert {a["arg_0"] for a in args[5:]} == {render_prompt(doc["qp"])}
+    # 5 letters for q, then 4 for q' (the odd/even question without its middle option),
+    # each with and without a leading space
+    assert [a["arg_1"] for a in args] == [
+        " A", "A", " B", "B", " C", "C", " D", "D", " E", "E", " A", "A", " B", "B", " C", "C", " D", "D"
+    ]
+    assert {a["arg_0"] for a in args[:10]} == {render_prompt(doc["q"])}
+    assert {a["arg_0"] for a in args[10:]} == {render_prompt(doc["qp"])}
     assert doc["qp_positions"] == [0, 1, 3, 4]
 
 
@@ -149,10 +155,10 @@ def test_chat_template_and_fewshot_draws_are_identical_for_q_and_qp(tiny_model: 
         sample = json.loads(line)
         doc = sample["doc"]
         args = list(sample["arguments"].values())
-        n_q = len(doc["q_letters"])
+        n_q = 2 * len(doc["q_letters"])
         ctx_q, ctx_qp = args[0]["arg_0"], args[n_q]["arg_0"]
-        # Continuations start the assistant turn: no leading space under a chat template.
-        assert [a["arg_1"] for a in args[:n_q]] == list(doc["q_letters"])
+        # Each letter is scored with and without a leading space, chat template or not.
+        assert [a["arg_1"] for a in args[:n_q]] == [s for letter in doc["q_letters"] for s in (f" {letter}", letter)]
         assert ctx_q.endswith("<|im_start|>assistant\n")
         # The two contexts differ only in the final question: same shots, same order.
         shots_q = ctx_q[: ctx_q.index(render_prompt(doc["q"]))]

@@ -20,7 +20,7 @@ from biasmonkey.metrics import (
     summarize_deltas,
 )
 from biasmonkey.tasks.response_bias.prompts import parse_answer
-from biasmonkey.tasks.response_bias.scoring import score_exact, score_samples
+from biasmonkey.tasks.response_bias.scoring import option_logprobs, score_exact, score_samples
 
 NAN_OK = {"nan_ok": True}
 
@@ -367,6 +367,14 @@ def test_score_exact_response_order() -> None:
     assert rec.uncertainty_qp == pytest.approx(h_qp / math.log(3), abs=1e-12)
     assert rec.uncertainty_qp == pytest.approx(0.669592, abs=1e-6)
     assert (rec.n_answers, rec.n_invalid) == (0, 0)
+
+
+def test_option_logprobs_add_the_two_spellings() -> None:
+    # " A" 0.1 + "A" 0.3 = 0.4; " B" 0.2 + "B" 0.05 = 0.25
+    lps = option_logprobs([math.log(0.1), math.log(0.3), math.log(0.2), math.log(0.05)])
+    assert lps == pytest.approx([math.log(0.4), math.log(0.25)], abs=1e-12)
+    with pytest.raises(ValueError, match="3 log-probabilities is not 2 spellings per option"):
+        option_logprobs([0.0, 0.0, 0.0])
 
 
 def test_score_exact_wrong_number_of_logprobs() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -11,8 +12,11 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
+    # Build from a copy: setuptools writes build/ and an egg-info into the source folder.
+    source = tmp_path / "src"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", "results", "bench_out", "__pycache__"))
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(REPO)],
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation", "-w", str(tmp_path), str(source)],
         check=True, capture_output=True, timeout=300,
     )
     (wheel,) = tmp_path.glob("biasmonkey-*.whl")
@@ -22,8 +26,15 @@ def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
     yamls = [n for n in names if n.startswith("biasmonkey/tasks/response_bias/") and n.endswith(".yaml")]
     assert len(yamls) == 22  # 20 tasks + the shared template + the group
     assert "biasmonkey/tasks/response_bias/README.md" in names
+    for suite in ("yesno", "cognitive"):
+        shipped = {n for n in names if n.startswith(f"biasmonkey/tasks/{suite}/") and n.endswith(".yaml")}
+        assert len(shipped) == len(list((REPO / "tasks" / suite).glob("*.yaml"))) > 0, suite
+        assert f"biasmonkey/tasks/{suite}/README.md" in names
+    assert not any(n.startswith("biasmonkey/tests") or "fixtures" in n for n in names)
     assert "biasmonkey/metrics/statistics.py" in names and "biasmonkey/harness_ext/cli.py" in names
     assert not any("/tests/" in n or n.startswith("tests/") for n in names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
+    assert "biasmonkey/harness_ext/inspect_registry.py" in names
+    assert "[inspect_ai]" in entry_points and "biasmonkey = biasmonkey.harness_ext.inspect_registry" in entry_points
     assert "biasmonkey = biasmonkey.harness_ext.cli:main" in entry_points
     assert "[lm_eval.tasks]" in entry_points and "biasmonkey = biasmonkey.tasks" in entry_points

@@ -9,22 +9,16 @@ cache dir (or BIASMONKEY_CACHE_DIR). Upstream data is never shipped with the pac
 from __future__ import annotations
 
 import csv
-import hashlib
-import logging
 import os
 import re
-import tempfile
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.fetch import DataError, fetch_pinned
 
 UPSTREAM_REPO = "lindiatjuatja/BiasMonkey"
 UPSTREAM_COMMIT = "7e3728d7916ead2187ebae261b4729d928dabbee"
 DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{UPSTREAM_REPO}/{UPSTREAM_COMMIT}"
-DATA_DIR_ENV = "BIASMONKEY_DATA_DIR"
 BASE_URL_ENV = "BIASMONKEY_BIASMONKEY_URL"  # override the download source (tests, mirrors)
 
 # Local path (under biasmonkey/) -> (upstream path, sha256).
@@ -51,28 +45,7 @@ FILES: dict[str, tuple[str, str]] = {
 }
 
 
-log = logging.getLogger(__name__)
-
-
-class DataError(ValueError):
-    """A data file is missing, corrupt or malformed; the message names the file and row."""
-
-
 # ---------------------------------------------------------------------------- resolving
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _verify(path: Path, expected: str, origin: str) -> Path:
-    actual = sha256_of(path)
-    if actual != expected:
-        raise DataError(
-            f"checksum mismatch for {path} ({origin}): sha256 {actual}, expected {expected} "
-            f"(upstream {UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}); the file is corrupt or a different version"
-        )
-    return path
 
 
 def resolve(name: str) -> Path:
@@ -80,54 +53,19 @@ def resolve(name: str) -> Path:
     if name not in FILES:
         raise DataError(f"unknown BiasMonkey data file {name!r}")
     upstream_path, sha = FILES[name]
-    local_dir = os.environ.get(DATA_DIR_ENV)
-    if local_dir:
-        path = Path(local_dir) / "biasmonkey" / name
-        if not path.is_file():
-            raise DataError(
-                f"missing data file {path} ({DATA_DIR_ENV}={local_dir}); expected the upstream "
-                f"file {upstream_path} of {UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]} there"
-            )
-        return _verify(path, sha, f"from {DATA_DIR_ENV}")
-    path = cache_root() / "data" / "biasmonkey" / UPSTREAM_COMMIT[:12] / name
-    if path.is_file() and sha256_of(path) == sha:
-        return path
     base = os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
-    _download(f"{base}/{upstream_path}", path, sha)
-    return path
+    return fetch_pinned(
+        local_path=f"biasmonkey/{name}",
+        cache_path=f"biasmonkey/{UPSTREAM_COMMIT[:12]}/{name}",
+        url=f"{base}/{upstream_path}",
+        sha256=sha,
+        upstream=f"{UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}",
+    )
 
 
 def resolve_all() -> list[Path]:
     """Resolve (and, without BIASMONKEY_DATA_DIR, download and cache) every data file."""
     return [resolve(name) for name in FILES]
-
-
-def _download(url: str, dest: Path, expected: str) -> None:
-    """Fetch url into dest, but only if its sha256 matches: a bad payload never reaches the cache."""
-    log.info("downloading %s", url)
-    try:
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            payload = resp.read()
-    except (urllib.error.URLError, OSError) as err:
-        raise DataError(
-            f"could not download {url}: {err}. Set {DATA_DIR_ENV} to a local copy of the data to work offline."
-        ) from err
-    actual = hashlib.sha256(payload).hexdigest()
-    if actual != expected:
-        raise DataError(
-            f"checksum mismatch for {dest.name} downloaded from {url}: sha256 {actual}, expected {expected} "
-            f"(upstream {UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}); not cached"
-        )
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so an interrupted download never leaves a partial file in the cache.
-    with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-        try:
-            tmp.write(payload)
-        except BaseException:
-            tmp.close()
-            Path(tmp.name).unlink(missing_ok=True)
-            raise
-    Path(tmp.name).replace(dest)
 
 
 # ---------------------------------------------------------------------------- parsing

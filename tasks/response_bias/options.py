@@ -6,21 +6,19 @@ lm-eval merges with the model arguments, so unknown keys are ignored here.
 
 from __future__ import annotations
 
-import difflib
-import logging
-from collections.abc import Mapping
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Any
 
+from biasmonkey.tasks.options import OptionsFromMapping
+from biasmonkey.tasks.response_bias.pairs import build_pairs
 from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, RULES
 from biasmonkey.tasks.response_bias.prompts import TEMPLATES
 
 MODES = ("exact", "sample")
-log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-class RunOptions:
+class RunOptions(OptionsFromMapping):
     mode: str = "exact"  # exact: option log-probabilities; sample: N sampled answers at temperature 1
     n_samples: int = 50  # answers drawn per question in sample mode (all are kept)
     perturbation_seed: int | None = None  # None: published perturbed prompts; int: our seeded draw
@@ -47,15 +45,13 @@ class RunOptions:
         if self.template not in TEMPLATES:
             raise ValueError(f"option template={self.template!r} is unknown; available: {', '.join(TEMPLATES)}")
 
-    @classmethod
-    def from_mapping(cls, values: Mapping[str, Any] | None) -> RunOptions:
-        """Pick our options out of a larger mapping (lm-eval metadata holds model args too).
-
-        Other keys are ignored, but one that looks like a misspelt option is warned about.
-        """
-        names = [f.name for f in fields(cls)]
-        values = dict(values or {})
-        for key in values:
-            if key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):
-                log.warning("biasmonkey ignores the unknown option %r; did you mean %r?", key, close[0])
-        return cls(**{k: v for k, v in values.items() if k in names})
+    def task_pairs(self, bias: str, setting: str, reword: bool = False) -> list[dict[str, Any]]:
+        """The pairs of one task under these options."""
+        return build_pairs(
+            bias,
+            setting,
+            perturbation_seed=self.perturbation_seed,
+            perturbation_rules=self.perturbation_rules,
+            allow_forbid_all=self.allow_forbid_all,
+            reword=reword,
+        )

@@ -12,6 +12,16 @@ TEMPLATES: dict[str, str] = {
 }
 
 
+# A sampled answer is valid with or without a space before the letter, so exact mode scores both
+# spellings as the next token and adds their probabilities (in both harnesses).
+ANSWER_SPELLINGS = (" {letter}", "{letter}")
+
+
+def answer_continuations(letters: list[str] | tuple[str, ...]) -> list[str]:
+    """The continuations exact mode scores for a side, grouped by option: " A", "A", " B", "B", …"""
+    return [spelling.format(letter=letter) for letter in letters for spelling in ANSWER_SPELLINGS]
+
+
 def render_prompt(question: str, template: str = "default") -> str:
     """The full prompt for one survey question (stem plus lettered options)."""
     try:

@@ -19,7 +19,7 @@ from biasmonkey.metrics import (
     normalized_entropy,
     pair_delta,
 )
-from biasmonkey.tasks.response_bias.prompts import parse_answer
+from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, parse_answer
 
 
 @dataclass(frozen=True)
@@ -32,8 +32,8 @@ class PairRecord:
     delta: float | None  # percentage points; None when a side has no valid answer
     uncertainty_q: float | None
     uncertainty_qp: float | None
-    n_answers: int = 0  # sampled answers per pair (both sides); 0 in exact mode
-    n_invalid: int = 0
+    n_answers: float = 0  # sampled answers per pair (both sides; an epoch mean in Inspect); 0 in exact mode
+    n_invalid: float = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,6 +62,29 @@ def score_exact(doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs
         if len(lps) != len(letters):
             raise ValueError(f"pair {doc['key']}: {len(lps)} log-probabilities for {side}'s {len(letters)} options")
     return _record(doc, distribution_from_logprobs(q_logprobs), distribution_from_logprobs(qp_logprobs))
+
+
+def score_weights(
+    doc: Mapping[str, Any], q_weights: Sequence[float], qp_weights: Sequence[float], n_answers: float = 0, n_invalid: float = 0
+) -> PairRecord:
+    """A record from non-negative answer weights per option (probabilities, or counts of valid
+    answers pooled over epochs); a side whose weights sum to 0 has no valid answer."""
+    sides = []
+    for side, weights, letters in (("q", q_weights, doc["q_letters"]), ("q'", qp_weights, doc["qp_letters"])):
+        if len(weights) != len(letters):
+            raise ValueError(f"pair {doc['key']}: {len(weights)} weights for {side}'s {len(letters)} options")
+        sides.append(distribution_from_counts(weights) if sum(weights) > 0 else None)
+    return _record(doc, *sides, n_answers=n_answers, n_invalid=n_invalid)
+
+
+def option_logprobs(spelling_logprobs: Sequence[float]) -> list[float]:
+    """Per-option log-probabilities from the log-probabilities of each option's spellings
+    (ordered as `answer_continuations` lists them): log(P(" A") + P("A")) for option A."""
+    n = len(ANSWER_SPELLINGS)
+    if len(spelling_logprobs) % n:
+        raise ValueError(f"{len(spelling_logprobs)} log-probabilities is not {n} spellings per option")
+    grouped = np.asarray(spelling_logprobs, dtype=float).reshape(-1, n)
+    return np.logaddexp.reduce(grouped, axis=1).tolist()
 
 
 def answer_counts(answers: Sequence[str], letters: Sequence[str]) -> tuple[np.ndarray, int]:

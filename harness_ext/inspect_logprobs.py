@@ -1,0 +1,91 @@
+"""Answer log-probabilities from an Inspect model's `top_logprobs` (exact mode in Inspect).
+
+Exact mode asks for one token with `logprobs=True, top_logprobs=k` and reads the first token's
+top-k alternatives. An answer label (an option letter, "Yes", …) matches a returned token with
+or without a leading space, whatever the tokenizer's space marker (" A", "ĠA", "▁A", "A"); the
+label's probability is the sum over its matching tokens, as lm-eval scores both spellings.
+`spelling_logprobs` keeps the spellings apart instead: " Yes" matches " Yes", "ĠYes" and "▁Yes",
+while "Yes" matches only a token without a space marker.
+
+Imputed floor: a label with no matching token in the top-k gets the probability
+min(p_k, R / m), where p_k is the smallest returned probability (no unreturned token can be
+more likely), R is the probability mass the top-k leaves unreturned and m is the number of
+missing labels (together they cannot take more than R). Every imputation is counted and
+reported (`imputed_options`; `imputed_continuations` in the yes-no tasks); raise
+`top_logprobs` to avoid them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+
+import numpy as np
+from inspect_ai.model import ModelOutput
+
+SPACE_MARKERS = (" ", "Ġ", "▁")  # plain space, GPT-2 byte-level BPE, SentencePiece
+TINY = 1e-300  # keeps an imputed log-probability finite when the top-k holds all the mass
+
+
+class LogprobsUnavailable(RuntimeError):
+    """The model's provider returned no log-probabilities, so exact mode cannot score answers."""
+
+
+SAMPLING_ALTERNATIVE = "or run the sampling protocol with -T mode=sample"
+
+
+def first_token_top_logprobs(
+    output: ModelOutput, model: str, alternative: str = SAMPLING_ALTERNATIVE
+) -> list[tuple[str, float]]:
+    """(token, log-probability) of the first generated token's top-k alternatives.
+
+    `alternative` ends the error message when there are none (what else the user can do)."""
+    choice = output.choices[0] if output.choices else None
+    content = choice.logprobs.content if choice is not None and choice.logprobs is not None else []
+    top = content[0].top_logprobs if content else None
+    if not top:
+        raise LogprobsUnavailable(
+            f"model {model} returned no top_logprobs, which exact mode needs to score the answer options; "
+            f"use a provider that returns log-probabilities, {alternative}"
+        )
+    return [(t.token, t.logprob) for t in top]
+
+
+def bare_token(token: str) -> str:
+    """The token without one leading space marker."""
+    return token[1:] if token[:1] in SPACE_MARKERS else token
+
+
+def spaced_token(token: str) -> str:
+    """The token with a leading space marker written as a plain space."""
+    return " " + token[1:] if token[:1] in SPACE_MARKERS else token
+
+
+def label_logprobs(top: Sequence[tuple[str, float]], labels: Sequence[str]) -> tuple[list[float], int]:
+    """Log-probability of each label from the top-k list, and how many labels were imputed."""
+    return _matched_logprobs(top, labels, bare_token)
+
+
+def spelling_logprobs(top: Sequence[tuple[str, float]], spellings: Sequence[str]) -> tuple[list[float], int]:
+    """Log-probability of each exact spelling (" Yes" vs "Yes") from the top-k list, and how many
+    spellings were imputed (with the same floor as labels)."""
+    return _matched_logprobs(top, spellings, spaced_token)
+
+
+def _matched_logprobs(
+    top: Sequence[tuple[str, float]], labels: Sequence[str], normalise: Callable[[str], str]
+) -> tuple[list[float], int]:
+    """Sum the tokens whose `normalise`d text is a label; impute the floor for the missing ones."""
+    logmass = {label: -math.inf for label in labels}
+    for token, logprob in top:
+        label = normalise(token)
+        if label in logmass:
+            logmass[label] = float(np.logaddexp(logmass[label], logprob))
+    missing = [label for label in labels if logmass[label] == -math.inf]
+    if missing:
+        smallest = min(math.exp(lp) for _, lp in top)
+        unreturned = max(1.0 - sum(math.exp(lp) for _, lp in top), 0.0)
+        floor = math.log(max(min(smallest, unreturned / len(missing)), TINY))
+        for label in missing:
+            logmass[label] = floor
+    return [logmass[label] for label in labels], len(missing)

@@ -1,0 +1,148 @@
+"""Per-test records: the contract between the harness adapters and the metrics.
+
+An adapter turns one test's model outputs into a CognitiveRecord: in exact mode the log-likelihood
+of each answer label after the control and after the treatment prompt, in generate mode the
+two answer texts. Answers are mapped back to the original option order here; every set-level
+number is computed from a list of records (`summarize_records`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+
+from biasmonkey.metrics import distribution_from_logprobs
+from biasmonkey.metrics.cognitive import BiasSummary, bias_score, expected_metric, random_baseline, summarize_bias
+from biasmonkey.tasks.cognitive.prompts import SIDES, extract_option, to_original
+
+
+@dataclass(frozen=True)
+class CognitiveRecord:
+    """One test's outcome. Answers and distributions are in the original option order."""
+
+    id: str
+    bias: str
+    scenario: str
+    mode: str  # "exact" or "generate"
+    reversed: bool
+    k: int
+    x_1: float
+    x_2: float
+    p_control: list[float] | None  # exact mode: answer distribution over the control options
+    p_treatment: list[float] | None
+    answer_control: int | None  # zero-based; exact mode: the most likely option
+    answer_treatment: int | None
+    response_control: str | None  # generate mode: the text the answer was read from
+    response_treatment: str | None
+    score: float | None  # m at the two answers; None when the test failed
+    expected_score: float | None  # exact mode: E[m] under the two distributions
+    random_baseline: float  # E[m] for uniformly random answers
+    failure: str | None = None  # why the test has no score
+
+    @property
+    def failed(self) -> bool:
+        return self.score is None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _params(doc: Mapping[str, Any]) -> tuple[int, float, float]:
+    return int(doc["k"]), float(doc["x_1"]), float(doc["x_2"])
+
+
+def _common(doc: Mapping[str, Any], mode: str) -> dict[str, Any]:
+    k, x_1, x_2 = _params(doc)
+    return {
+        "id": doc["id"],
+        "bias": doc["bias"],
+        "scenario": doc["scenario"],
+        "mode": mode,
+        "reversed": bool(doc["reversed"]),
+        "k": k,
+        "x_1": x_1,
+        "x_2": x_2,
+        "random_baseline": random_baseline(len(doc["control_options"]), len(doc["treatment_options"]), k, x_1, x_2),
+    }
+
+
+def score_exact(doc: Mapping[str, Any], control_logprobs: Sequence[float], treatment_logprobs: Sequence[float]) -> CognitiveRecord:
+    """Exact mode: per side, the log-likelihood of each offered option's answer label
+    ("Option 1:" … "Option n:", in the offered order).
+
+    Each side's distribution is the softmax over these total log-likelihoods (the model's
+    answer distribution renormalised over the valid options), reordered to the original options.
+    The argmax answers give `score`, the two distributions `expected_score`.
+    """
+    dists = []
+    for side, lps in zip(SIDES, (control_logprobs, treatment_logprobs)):
+        n = len(doc[f"{side}_options"])
+        if len(lps) != n:
+            raise ValueError(f"test {doc['id']}: {len(lps)} log-likelihoods for the {n} {side} options")
+        offered = distribution_from_logprobs(lps)
+        dists.append(offered[::-1] if doc["reversed"] else offered)
+    p_control, p_treatment = dists
+    a_1, a_2 = int(np.argmax(p_control)), int(np.argmax(p_treatment))
+    k, x_1, x_2 = _params(doc)
+    return CognitiveRecord(
+        **_common(doc, "exact"),
+        p_control=p_control.tolist(),
+        p_treatment=p_treatment.tolist(),
+        answer_control=a_1,
+        answer_treatment=a_2,
+        response_control=None,
+        response_treatment=None,
+        score=bias_score(a_1, a_2, k, x_1, x_2),
+        expected_score=expected_metric(p_control, p_treatment, k, x_1, x_2),
+    )
+
+
+def read_answer(text: str, n_options: int, reversed_options: bool) -> tuple[int | None, str | None]:
+    """(zero-based original option, None) for a valid answer, else (None, why it is not one)."""
+    number = extract_option(text)
+    if number is None:
+        return None, "no 'Option N' in the answer"
+    if not 1 <= number <= n_options:
+        return None, f"Option {number} is not one of the {n_options} options"
+    return to_original(number - 1, n_options, reversed_options), None
+
+
+def score_answers(doc: Mapping[str, Any], control_answer: str, treatment_answer: str) -> CognitiveRecord:
+    """Generate mode: the answer texts (one-step answers, or the extraction step's output).
+
+    A side without a valid "Option N" fails the test: it gets no score and is counted in the
+    failure rate, as the paper did.
+    """
+    answers, failures = [], []
+    for side, text in zip(SIDES, (control_answer, treatment_answer)):
+        index, problem = read_answer(text, len(doc[f"{side}_options"]), bool(doc["reversed"]))
+        answers.append(index)
+        if problem:
+            failures.append(f"{side}: {problem}")
+    a_1, a_2 = answers
+    score = None if failures else bias_score(a_1, a_2, *_params(doc))
+    return CognitiveRecord(
+        **_common(doc, "generate"),
+        p_control=None,
+        p_treatment=None,
+        answer_control=a_1,
+        answer_treatment=a_2,
+        response_control=control_answer,
+        response_treatment=treatment_answer,
+        score=score,
+        expected_score=None,
+        failure="; ".join(failures) or None,
+    )
+
+
+def summarize_records(records: Sequence[CognitiveRecord]) -> BiasSummary:
+    """The per-bias numbers of a list of records (one task)."""
+    exact = bool(records) and all(r.mode == "exact" for r in records)
+    return summarize_bias(
+        [r.score for r in records],
+        [r.random_baseline for r in records],
+        [r.expected_score for r in records] if exact else None,
+    )

@@ -1,0 +1,117 @@
+"""Per-item records of the yes-no suite: the contract between harness adapters and metrics.
+
+An adapter scores the four answer continuations (" Yes", "Yes", " No", "No") after the item's
+prompt and, for the Generic correction, after the model's prefix token alone (BOS, or EOS
+when there is none), and turns them into an ItemRecord. Every task-level number comes from
+`summarize(records)`, which calls `biasmonkey.metrics.yesno`.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from biasmonkey.metrics.yesno import K_FOLDS, SEED, YesNoSummary, answer_logprob, summarize_yesno
+from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, NO_CONTINUATIONS, YES_CONTINUATIONS
+
+# No-context log-probabilities are one number per model; copies logged with each item must agree.
+NULL_TOLERANCE = 1e-6
+
+
+@dataclass(frozen=True)
+class ItemRecord:
+    id: str
+    dataset: str
+    domain: str | None
+    gold: str  # "Yes" or "No"
+    logprobs: tuple[float, ...]  # the CONTINUATIONS after the prompt, in order
+    null_logprobs: tuple[float, ...] | None  # the same after the prefix token alone (Generic)
+    yes: float  # log-sum-exp over YES_CONTINUATIONS
+    no: float
+    null_yes: float | None
+    null_no: float | None
+
+    @property
+    def gold_yes(self) -> bool:
+        return self.gold == "Yes"
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> ItemRecord:
+        """Inverse of as_dict (e.g. after a JSON round trip)."""
+        doc = {"id": d["id"], "dataset": d["dataset"], "domain": d.get("domain"), "gold": d["gold"]}
+        return score_item(doc, d["logprobs"], d.get("null_logprobs"))
+
+
+def _answer_pair(lps: Sequence[float], item_id: str, what: str) -> tuple[tuple[float, ...], float, float]:
+    values = tuple(float(x) for x in lps)
+    if len(values) != len(CONTINUATIONS):
+        raise ValueError(f"item {item_id}: {len(values)} {what} log-probabilities, expected {len(CONTINUATIONS)} ({CONTINUATIONS})")
+    n_yes = len(YES_CONTINUATIONS)
+    yes, no = answer_logprob(values[:n_yes]), answer_logprob(values[n_yes:n_yes + len(NO_CONTINUATIONS)])
+    if not (math.isfinite(yes) and math.isfinite(no)):
+        raise ValueError(f"item {item_id}: {what} log-probabilities {values} leave an answer without probability")
+    return values, yes, no
+
+
+def score_item(doc: Mapping[str, Any], logprobs: Sequence[float], null_logprobs: Sequence[float] | None = None) -> ItemRecord:
+    """Record of one item from the log-probabilities of CONTINUATIONS after its prompt.
+
+    `doc` needs id, dataset, gold (and domain for EWoK); `null_logprobs` are the same
+    continuations scored after the model's prefix token alone (None: Generic not available).
+    A single continuation may be -inf (e.g. absent from a top-k list), not both of an answer.
+    """
+    if doc["gold"] not in ("Yes", "No"):
+        raise ValueError(f"item {doc['id']}: gold answer {doc['gold']!r} is not Yes or No")
+    values, yes, no = _answer_pair(logprobs, doc["id"], "prompt")
+    null_values = null_yes = null_no = None
+    if null_logprobs is not None:
+        null_values, null_yes, null_no = _answer_pair(null_logprobs, doc["id"], "no-context")
+    return ItemRecord(
+        id=doc["id"],
+        dataset=doc["dataset"],
+        domain=doc.get("domain"),
+        gold=doc["gold"],
+        logprobs=values,
+        null_logprobs=null_values,
+        yes=yes,
+        no=no,
+        null_yes=null_yes,
+        null_no=null_no,
+    )
+
+
+def null_answer_logprobs(records: Sequence[ItemRecord]) -> tuple[float, float] | None:
+    """The model's no-context (yes₀, no₀), checked to agree across records; None if any lacks them."""
+    pairs = [(r.null_yes, r.null_no) for r in records]
+    if not pairs or any(y is None for y, _ in pairs):
+        return None
+    y0, n0 = pairs[0]
+    for r, (y, n) in zip(records, pairs):
+        if abs(y - y0) > NULL_TOLERANCE or abs(n - n0) > NULL_TOLERANCE:
+            raise ValueError(
+                f"item {r.id}: no-context log-probabilities ({y}, {n}) differ from ({y0}, {n0}) of item "
+                f"{records[0].id}; were the records produced by different models?"
+            )
+    return y0, n0
+
+
+def summarize(records: Sequence[ItemRecord], k: int = K_FOLDS, seed: int = SEED) -> YesNoSummary:
+    """Task-level numbers from per-item records (in id order, so the fold draw is order-free)."""
+    dup = sorted(i for i, count in Counter(r.id for r in records).items() if count > 1)
+    if dup:
+        raise ValueError(f"duplicate item ids in the records: {dup[:5]}")
+    ordered = sorted(records, key=lambda r: r.id)
+    return summarize_yesno(
+        [r.yes for r in ordered],
+        [r.no for r in ordered],
+        [r.gold_yes for r in ordered],
+        null=null_answer_logprobs(ordered),
+        k=k,
+        seed=seed,
+    )

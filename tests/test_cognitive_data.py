@@ -1,0 +1,285 @@
+"""Loading the cognitive-bias tests: our fixtures in the published schema, local CSV/parquet
+copies, $BIASMONKEY_DATA_DIR, the (mocked) Hub path, bad input; option order and prompts."""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+
+from biasmonkey.tasks.cognitive import data
+from biasmonkey.tasks.cognitive.data import BIASES, DataError, bias_slug, load_tests, parse_metric_params, bias_tests
+from biasmonkey.tasks.cognitive.options import CognitiveOptions
+from biasmonkey.tasks.cognitive.prompts import (
+    answer_labels,
+    answer_prompt,
+    extract_option,
+    extraction_prompt,
+    is_reversed,
+    render_test,
+    side_text,
+)
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cognitive" / "tests.csv"
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache(monkeypatch: pytest.MonkeyPatch):
+    """No test sees another's parsed data, and none finds a real $BIASMONKEY_DATA_DIR copy."""
+    monkeypatch.delenv("BIASMONKEY_DATA_DIR", raising=False)
+    data._load_cached.cache_clear()
+    yield
+    data._load_cached.cache_clear()
+
+
+def fixture_table() -> pd.DataFrame:
+    return pd.read_csv(FIXTURES, dtype=str, keep_default_na=False)
+
+
+def write_csv(tmp_path: Path, table: pd.DataFrame, name: str = "tests.csv") -> Path:
+    path = tmp_path / name
+    table.to_csv(path, index=False)
+    return path
+
+
+def test_fixtures_cover_every_bias_with_both_scales_signs_and_offsets() -> None:
+    tests = load_tests(FIXTURES)
+    assert len(tests) == 60
+    assert Counter(t.bias for t in tests) == {slug: 2 for slug in BIASES}
+    assert {len(t.control.options) for t in tests} == {7, 11}
+    assert {t.k for t in tests} == {1, -1}
+    assert any(t.x_1 != 0 for t in tests) and any(t.x_1 != t.x_2 for t in tests)
+    assert len({t.id for t in tests}) == 60
+
+
+def test_first_fixture_row_parses_into_stem_options_and_parameters() -> None:
+    first = load_tests(FIXTURES)[0]
+    assert (first.bias, first.row, first.source) == ("anchoring", 1, str(FIXTURES))
+    assert first.control.options == tuple(f"{10 * i}%" for i in range(11))
+    assert first.control.stem.startswith("Situation:\nSuppose you are a marketing manager")
+    assert first.control.stem.endswith("\n\nAnswer Options:")
+    assert "more than 87%" in first.treatment.stem and "more than 87%" not in first.control.stem
+    assert (first.k, first.x_1, first.x_2) == (1, 9.0, 9.0)  # {'k': 1, 'x_1': 9, 'x_2': 9}
+    # JSON-serialised parameters parse as well (row 2: {"k": 1, "x_1": 2, "x_2": 2}).
+    assert (load_tests(FIXTURES)[1].k, load_tests(FIXTURES)[1].x_1) == (1, 2.0)
+
+
+def test_unreversed_rendering_is_the_published_text() -> None:
+    table = fixture_table()
+    for test, (control, treatment) in zip(load_tests(FIXTURES), zip(table["control"], table["treatment"])):
+        assert render_test(test.control.stem, test.control.options, False) == control.rstrip()
+        assert render_test(test.treatment.stem, test.treatment.options, False) == treatment.rstrip()
+
+
+def test_ids_are_content_hashes_that_survive_subsets_and_parquet(tmp_path: Path) -> None:
+    every = load_tests(FIXTURES)
+    subset = load_tests(write_csv(tmp_path, fixture_table().iloc[[7, 3]]))
+    assert [t.id for t in subset] == [every[7].id, every[3].id]
+    assert [t.row for t in subset] == [1, 2]  # rows count within the file that was read
+
+    parquet = tmp_path / "tests.parquet"
+    fixture_table().to_parquet(parquet)
+    assert [t.id for t in load_tests(parquet)] == [t.id for t in every]
+    assert load_tests(parquet)[5].treatment == every[5].treatment
+
+
+def test_duplicate_rows_keep_distinct_stable_ids(tmp_path: Path) -> None:
+    tests = load_tests(write_csv(tmp_path, fixture_table().iloc[[0, 0, 1]]))
+    assert tests[1].id == f"{tests[0].id}-2"
+    assert len({t.id for t in tests}) == 3
+
+
+@pytest.mark.parametrize(
+    ("spelling", "slug"),
+    [("Status Quo Bias", "status_quo_bias"), ("Status-Quo Bias", "status_quo_bias"), ("in-group bias", "in_group_bias"),
+     ("Escalation of Commitment", "escalation_of_commitment"), ("self_serving_bias", "self_serving_bias"), ("Prejudice", None)],
+)
+def test_bias_names_match_ignoring_case_spaces_and_hyphens(spelling: str, slug: str | None) -> None:
+    assert bias_slug(spelling) == slug
+
+
+def test_bias_tests_filter_and_reject_unknown_names() -> None:
+    assert [t.bias for t in bias_tests("Status Quo Bias", FIXTURES)] == ["status_quo_bias"] * 2
+    with pytest.raises(DataError, match="unknown bias 'sunk_cost'"):
+        bias_tests("sunk_cost", FIXTURES)
+
+
+def test_bias_without_tests_is_an_error(tmp_path: Path) -> None:
+    path = write_csv(tmp_path, fixture_table().iloc[:2])  # anchoring only
+    with pytest.raises(DataError, match=r"tests.csv: no tests for the bias 'Halo Effect'"):
+        bias_tests("halo_effect", path)
+
+
+# ---------------------------------------------------------------------------- bad input
+
+
+def test_missing_column_names_file_and_column(tmp_path: Path) -> None:
+    path = write_csv(tmp_path, fixture_table().drop(columns=["metric_params"]))
+    with pytest.raises(DataError, match=r"tests.csv: missing column\(s\) \['metric_params'\]"):
+        load_tests(path)
+
+
+def test_unknown_bias_names_file_and_row(tmp_path: Path) -> None:
+    table = fixture_table()
+    table.loc[4, "bias"] = "Sunk Cost Fallacy"
+    with pytest.raises(DataError, match=r"tests.csv, row 5: unknown bias 'Sunk Cost Fallacy'"):
+        load_tests(write_csv(tmp_path, table))
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("k=1, x_1=0, x_2=0", "is neither JSON nor a Python dict literal"),
+        ("[1, 0, 0]", "must be a dict with k, x_1, x_2"),
+        ("{'k': 1, 'x_1': 0}", "lacks x_2"),
+        ("{'k': 2, 'x_1': 0, 'x_2': 0}", "k must be 1 or -1"),
+        ("{'k': 1, 'x_1': 'left', 'x_2': 0}", "'left' is not a number"),
+        ("{'k': 1, 'x_1': float('nan'), 'x_2': 0}", "neither JSON nor a Python dict literal"),
+        ('{"k": 1, "x_1": NaN, "x_2": 0}', "must be finite"),
+    ],
+)
+def test_unparsable_metric_params_name_file_and_row(tmp_path: Path, value: str, message: str) -> None:
+    table = fixture_table()
+    table.loc[2, "metric_params"] = value
+    with pytest.raises(DataError, match=rf"tests.csv, row 3: metric_params .*{message}"):
+        load_tests(write_csv(tmp_path, table))
+
+
+def test_metric_params_accept_dicts_and_one_element_lists() -> None:
+    assert parse_metric_params({"k": -1, "x_1": 3, "x_2": [6]}, "here") == (-1, 3.0, 6.0)
+    assert parse_metric_params("{'k': [[1]], 'x_1': 0.0, 'x_2': 10}", "here") == (1, 0.0, 10.0)
+    with pytest.raises(DataError, match="here: metric_params .*True is not a number"):
+        parse_metric_params({"k": 1, "x_1": True, "x_2": 0}, "here")
+
+
+@pytest.mark.parametrize(
+    ("control", "found"),
+    [
+        ("Situation:\nPick one.\nOption 1: yes\nOption 3: no", r"\[1, 3\]"),  # a gap in the numbering
+        ("Situation:\nPick one.\nOption 1: yes", r"\[1\]"),  # a single option
+        ("Situation:\nPick one.\nOption 1: yes\nOption 2: no\nThanks!", "none"),  # options not at the end
+        ("Option 1: yes\nOption 2: no", None),  # no text before the options
+    ],
+)
+def test_option_list_that_does_not_parse_names_row_and_column(tmp_path: Path, control: str, found: str | None) -> None:
+    table = fixture_table()
+    table.loc[9, "control"] = control
+    message = (
+        rf"the option list does not parse \(found option numbers {found}"
+        if found else "the prompt has options but no text before them"
+    )
+    with pytest.raises(DataError, match=rf"tests.csv, row 10, column 'control': {message}"):
+        load_tests(write_csv(tmp_path, table))
+
+
+def test_empty_and_unreadable_files(tmp_path: Path) -> None:
+    empty = write_csv(tmp_path, fixture_table().iloc[:0])
+    with pytest.raises(DataError, match="tests.csv: no rows"):
+        load_tests(empty)
+    with pytest.raises(DataError, match=r"unsupported file type '\.json'"):
+        load_tests(write_csv(tmp_path, fixture_table(), name="tests.json"))
+    with pytest.raises(DataError, match="nothing.csv does not exist"):
+        load_tests(tmp_path / "nothing.csv")
+
+
+# ---------------------------------------------------------------------------- where the data comes from
+
+
+def test_data_dir_copy_is_used_when_present(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "cognitive").mkdir()
+    write_csv(tmp_path / "cognitive", fixture_table().iloc[:4], name="cognitive-biases-in-llms.csv")
+    monkeypatch.setenv("BIASMONKEY_DATA_DIR", str(tmp_path))
+    monkeypatch.setattr(datasets, "load_dataset", lambda *a, **k: pytest.fail("the Hub must not be asked"))
+    assert len(load_tests()) == 4
+    # An explicit file wins over the data dir.
+    assert len(load_tests(FIXTURES)) == 60
+
+
+def test_hub_is_loaded_at_the_pinned_revision(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog) -> None:
+    # $BIASMONKEY_DATA_DIR without the test file (like the shared data folder): go to the Hub.
+    (tmp_path / "cognitive").mkdir()
+    monkeypatch.setenv("BIASMONKEY_DATA_DIR", str(tmp_path))
+    calls = []
+
+    def fake_load_dataset(path, **kwargs):
+        calls.append((path, kwargs))
+        return datasets.DatasetDict({"train": datasets.Dataset.from_pandas(fixture_table().iloc[:6])})
+
+    monkeypatch.setattr(datasets, "load_dataset", fake_load_dataset)
+    with caplog.at_level(logging.INFO, logger="biasmonkey.tasks.cognitive.data"):
+        tests = load_tests()
+    assert calls == [("tum-nlp/cognitive-biases-in-llms", {"revision": data.HUB_REVISION})]
+    assert len(data.HUB_REVISION) == 40
+    assert "loading the tests from the Hugging Face Hub" in caplog.text
+    assert [t.id for t in tests] == [t.id for t in load_tests(FIXTURES)[:6]]  # same content, same ids
+    assert tests[0].source == f"tum-nlp/cognitive-biases-in-llms@{data.HUB_REVISION[:12]}"
+    load_tests()  # parsed once per process and revision
+    assert len(calls) == 1
+    load_tests(revision="abc123")
+    assert calls[-1] == ("tum-nlp/cognitive-biases-in-llms", {"revision": "abc123"})
+
+
+def test_hub_errors_explain_how_to_work_offline(monkeypatch: pytest.MonkeyPatch) -> None:
+    def offline(path, **kwargs):
+        raise ConnectionError("Couldn't reach the Hub (offline mode is enabled)")
+
+    monkeypatch.setattr(datasets, "load_dataset", offline)
+    with pytest.raises(DataError, match=r"could not load tum-nlp/cognitive-biases-in-llms@[0-9a-f]{40} .*offline mode.*data_path="):
+        load_tests()
+
+
+def test_hub_with_several_splits_is_rejected(monkeypatch: pytest.MonkeyPatch) -> None:
+    part = datasets.Dataset.from_pandas(fixture_table().iloc[:2])
+    monkeypatch.setattr(datasets, "load_dataset", lambda path, **k: datasets.DatasetDict({"train": part, "test": part}))
+    with pytest.raises(DataError, match=r"expected one split, found \['train', 'test'\]"):
+        load_tests()
+
+
+# ---------------------------------------------------------------------------- options and prompts
+
+
+def test_options_validate_and_ignore_foreign_keys(caplog) -> None:
+    opts = CognitiveOptions.from_mapping({"mode": "generate", "seed": 7, "pretrained": "/models/x", "dtype": "float32"})
+    assert (opts.mode, opts.seed, opts.reverse_options, opts.data_path) == ("generate", 7, True, None)
+    with caplog.at_level(logging.WARNING):
+        CognitiveOptions.from_mapping({"reverse_option": False})
+    assert "did you mean 'reverse_options'" in caplog.text
+    for bad, message in [
+        ({"mode": "sample"}, "mode='sample' is invalid for the cognitive-bias tasks"),
+        ({"reverse_options": "yes"}, "reverse_options='yes' must be true or false"),
+        ({"seed": 1.5}, "seed=1.5 must be an integer"),
+        ({"data_path": ""}, "data_path='' must be a non-empty string"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            CognitiveOptions.from_mapping(bad)
+
+
+def test_reversal_is_a_seeded_coin_per_test_id() -> None:
+    ids = [f"test-{i}" for i in range(2000)]
+    draws = [is_reversed(i, 42) for i in ids]
+    assert 900 < sum(draws) < 1100  # about half
+    assert draws == [is_reversed(i, 42) for i in ids]  # the same every time
+    assert draws != [is_reversed(i, 43) for i in ids]  # and another seed draws anew
+
+
+def test_reversed_rendering_renumbers_the_options_for_both_sides() -> None:
+    test = load_tests(FIXTURES)[0]
+    doc = test.to_doc(reversed_options=True)
+    for side in ("control", "treatment"):
+        lines = side_text(doc, side).splitlines()
+        assert lines[-11:] == [f"Option {i}: {100 - 10 * (i - 1)}%" for i in range(1, 12)]
+    prompt = answer_prompt(side_text(doc, "control"))
+    assert prompt.startswith("You are given a decision task") and prompt.endswith("\nAnswer:")
+    assert answer_labels(3) == ["Option 1:", "Option 2:", "Option 3:"]
+
+
+def test_extraction_prompt_and_regex() -> None:
+    prompt = extraction_prompt(["100%", "50%", "0%"], "  I would go with the second one, Option 2.  ")
+    assert "OPTIONS:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\nANSWER:\nI would go with the second one, Option 2.\n\n" in prompt
+    assert [extract_option(t) for t in ["Option 10: 90%", "my option 3", "Options 4", "No option selected", "Option10"]] == [
+        10, 3, None, None, None
+    ]

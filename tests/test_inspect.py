@@ -1,0 +1,252 @@
+"""The Inspect tasks offline: `mockllm/model` with scripted answers (log-probs and usage set,
+so nothing is downloaded), and one `inspect eval` run of the CLI on the tiny hf model."""
+
+from __future__ import annotations
+
+import csv
+import math
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import (
+    ChatCompletionChoice,
+    ChatMessageAssistant,
+    Logprob,
+    Logprobs,
+    ModelOutput,
+    ModelUsage,
+    TopLogprob,
+    get_model,
+)
+
+from transformers import AutoTokenizer
+
+from biasmonkey.harness_ext.inspect_logprobs import label_logprobs
+from biasmonkey.harness_ext.inspect_tasks import TASKS, pair_samples, records_from_eval_log
+from biasmonkey.tasks.response_bias.options import RunOptions
+
+pytestmark = pytest.mark.usefixtures("data_dir")
+REPO = Path(__file__).resolve().parent.parent
+Top = list[tuple[str, float]]  # (token, probability)
+
+
+def output(completion: str, top: Top | None = None) -> ModelOutput:
+    """A scripted model answer; `top` becomes the first token's top_logprobs."""
+    logprobs = None
+    if top is not None:
+        alternatives = [TopLogprob(token=t, logprob=math.log(p)) for t, p in top]
+        first = alternatives[0]
+        logprobs = Logprobs(content=[Logprob(token=first.token, logprob=first.logprob, top_logprobs=alternatives)])
+    return ModelOutput(
+        model="mockllm",
+        choices=[ChatCompletionChoice(message=ChatMessageAssistant(content=completion), logprobs=logprobs)],
+        usage=ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2),  # else mockllm downloads a tokenizer
+    )
+
+
+def scripted(by_prompt: dict[str, Callable[[], ModelOutput]], default: ModelOutput | None = None):
+    """A mockllm model answering each prompt with its own script."""
+
+    def answer(messages, tools, tool_choice, config) -> ModelOutput:
+        prompt = messages[-1].text
+        if prompt in by_prompt:
+            return by_prompt[prompt]()
+        assert default is not None, f"unscripted prompt {prompt[:60]!r}"
+        return default
+
+    return get_model("mockllm/model", custom_outputs=answer)
+
+
+def prompts(n: int = 2) -> list[tuple[str, str]]:
+    """(q prompt, q' prompt) of the first n acquiescence pairs."""
+    return [(s.input, s.metadata["qp_prompt"]) for s in pair_samples(RunOptions(), "acquiescence", "bias")[:n]]
+
+
+def run(task: str, model, tmp_path: Path, **kwargs) -> EvalLog:
+    (log,) = inspect_eval(task, model=model, log_dir=str(tmp_path / "logs"), display="none", **kwargs)
+    return log
+
+
+def metrics(log: EvalLog) -> dict[str, float]:
+    return {name: m.value for name, m in log.results.scores[0].metrics.items()}
+
+
+def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
+    (q1, qp1), (q2, qp2) = prompts()
+    model = scripted({
+        # pair 1: q  A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → p_q = [2/3, 1/3]
+        #         q' A = "▁A" .5 + "A" .1 = .6, B = "B" .2 → p_q' = [3/4, 1/4]
+        #         acquiescence Δ = 100(q'[a] − q[a]) = 100(.75 − .6667) = 8.3333
+        q1: lambda: output("A", [(" A", .3), ("x", .3), ("ĠB", .2), ("A", .1)]),
+        qp1: lambda: output("A", [("▁A", .5), ("B", .2), ("A", .1), ("y", .1)]),
+        # pair 2: p_q = [.5, .5], p_q' = [.7, .1]/.8 = [.875, .125] → Δ = 37.5
+        q2: lambda: output("A", [(" A", .5), (" B", .5)]),
+        qp2: lambda: output("A", [(" A", .7), (" B", .1)]),
+    })
+    log = run("biasmonkey/acquiescence", model, tmp_path, limit=2)
+    assert log.status == "success", log.error
+    m = metrics(log)
+    # mean (8.3333 + 37.5)/2 = 22.9167; stderr = |37.5 − 8.3333|/2 = 14.5833; t = 1.5714 on 1 df,
+    # whose two-sided p is 1 − (2/π)·atan(t)
+    assert m["delta"] == pytest.approx(22.916667, abs=1e-5)
+    assert m["delta_stderr"] == pytest.approx(14.583333, abs=1e-5)
+    assert m["delta_t"] == pytest.approx(22.916667 / 14.583333, abs=1e-5)
+    assert m["delta_p"] == pytest.approx(1 - 2 / math.pi * math.atan(22.916667 / 14.583333), abs=1e-6)
+    assert m["n_pairs"] == 2 and m["imputed_options"] == 0 and m["invalid_rate"] == 0
+    # H(2/3, 1/3)/ln 2 = 0.918296 and H(.5, .5)/ln 2 = 1 → mean 0.959148
+    assert m["uncertainty_q"] == pytest.approx(0.959148, abs=1e-6)
+
+    sample = log.samples[0]
+    value = sample.scores["pair_scorer"].value
+    assert sample.id == sample.metadata["key"]
+    assert value["q_0"] == pytest.approx(2 / 3) and value["qp_1"] == pytest.approx(0.25)
+    assert value["delta"] == pytest.approx(25 / 3) and value["n_imputed"] == 0
+    records = records_from_eval_log(log.location)
+    assert [r.delta for r in records] == pytest.approx([25 / 3, 37.5])
+
+
+def test_an_option_missing_from_the_top_k_gets_the_documented_floor(tmp_path: Path) -> None:
+    (q1, qp1), = prompts(n=1)
+    model = scripted({
+        q1: lambda: output("A", [(" A", .5), (" B", .5)]),
+        # B is not returned: floor = min(smallest returned .08, unreturned 1 − .98 = .02) = .02
+        # → p_q' = [.6, .02]/.62 = [.967742, .032258]; Δ = 100(.967742 − .5) = 46.7742
+        qp1: lambda: output("A", [("A", .6), ("x", .3), ("y", .08)]),
+    })
+    log = run("biasmonkey/acquiescence", model, tmp_path, limit=1)
+    m = metrics(log)
+    assert m["imputed_options"] == 1
+    assert m["delta"] == pytest.approx(46.774194, abs=1e-5)
+    # No option at all in the top-k: both get the floor min(.3, (1 − .9)/2) = .05 → uniform.
+    lps, n_imputed = label_logprobs([("x", math.log(.6)), ("y", math.log(.3))], ["A", "B"])
+    assert n_imputed == 2 and lps == pytest.approx([math.log(.05)] * 2)
+
+
+def test_sample_mode_counts_invalid_answers(tmp_path: Path) -> None:
+    (q1, qp1), = prompts(n=1)
+    q_answers, qp_answers = iter(["A", "A", "B", ""]), iter(["A", "B", "B", "Maybe"])
+    model = scripted({q1: lambda: output(next(q_answers)), qp1: lambda: output(next(qp_answers))})
+    log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, task_args={"mode": "sample", "n_samples": 4})
+    m = metrics(log)
+    # q: A 2, B 1 (1 invalid) → p_q = [2/3, 1/3]; q': A 1, B 2 (1 invalid) → [1/3, 2/3]
+    # Δ = 100(1/3 − 2/3) = −33.333; invalid answers 2 of 8
+    assert m["delta"] == pytest.approx(-100 / 3)
+    assert m["invalid_rate"] == pytest.approx(0.25)
+    (record,) = records_from_eval_log(log.location)
+    assert (record.n_answers, record.n_invalid) == (8, 2)
+
+
+def test_epochs_pool_the_sampled_answers_per_key(tmp_path: Path) -> None:
+    (q1, qp1), = prompts(n=1)
+    q_answers, qp_answers = iter(["A", "B", "", ""]), iter(["A", "A", "A", "B"])
+    model = scripted({q1: lambda: output(next(q_answers)), qp1: lambda: output(next(qp_answers))})
+    log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, epochs=4,
+              task_args={"mode": "sample", "n_samples": 1})
+    # Pooled over the 4 epochs: q = [1, 1] → [.5, .5]; q' = [3, 1] → [.75, .25]; Δ = 100(.75 − .5) = 25.
+    # (A mean of per-epoch Δs could only be 0 or 50 here: two epochs have no valid q answer.)
+    m = metrics(log)
+    assert m["delta"] == pytest.approx(25.0)
+    assert m["invalid_rate"] == pytest.approx(2 / 8)
+    (record,) = records_from_eval_log(log.location)
+    assert record.p_q == pytest.approx([0.5, 0.5]) and record.p_qp == pytest.approx([0.75, 0.25])
+
+
+def test_a_provider_without_logprobs_fails_with_a_pointer_to_sampling(tmp_path: Path) -> None:
+    model = scripted({}, default=output("A"))
+    log = run("biasmonkey/acquiescence", model, tmp_path, limit=1)
+    assert log.status == "error"
+    assert "returned no top_logprobs" in log.error.message and "-T mode=sample" in log.error.message
+    with pytest.raises(ValueError, match="the eval did not complete .status error: .*LogprobsUnavailable"):
+        records_from_eval_log(log.location)
+
+
+def test_every_task_is_registered_and_runs(tmp_path: Path) -> None:
+    names = [f"biasmonkey/{name}" for name in TASKS]
+    assert len(names) == 20 and "biasmonkey/odd_even_letter_swap" in names
+    top = [(f" {letter}", 0.1 + 0.02 * i) for i, letter in enumerate("ABCDEF")]
+    logs = inspect_eval(names, model=scripted({}, default=output("A", top)), limit=1,
+                        log_dir=str(tmp_path / "logs"), display="none")
+    assert [log.status for log in logs] == ["success"] * 20
+    assert all(metrics(log)["n_pairs"] == 1 and metrics(log)["imputed_options"] == 0 for log in logs)
+
+
+def test_task_parameters_are_validated() -> None:
+    task = TASKS["acquiescence"]
+    with pytest.raises(ValueError, match="option mode='bogus' is invalid"):
+        task(mode="bogus")
+    with pytest.raises(ValueError, match="option top_logprobs=0 must be a positive integer"):
+        task(top_logprobs=0)
+    with pytest.raises(ValueError, match="perturbation_rules='typo' is unknown"):
+        task(perturbation_rules="typo")
+    # allow_forbid_all keeps the 8 pairs the published analysis excludes: 40 → 48 samples
+    assert len(TASKS["allow_forbid"]().dataset) == 40
+    assert len(TASKS["allow_forbid"](allow_forbid_all=True).dataset) == 48
+    # a perturbation seed draws new typos (same keys, other prompts)
+    published, seeded = TASKS["acquiescence_key_typo"]().dataset, TASKS["acquiescence_key_typo"](perturbation_seed=7).dataset
+    assert sorted(s.id for s in published) == sorted(s.id for s in seeded)
+    assert {s.metadata["qp_prompt"] for s in published} != {s.metadata["qp_prompt"] for s in seeded}
+
+
+def test_inspect_cli_runs_a_task_from_any_directory(tiny_model: Path, tmp_path: Path) -> None:
+    inspect = Path(sys.executable).with_name("inspect")
+    vocab = len(AutoTokenizer.from_pretrained(tiny_model))  # every token's log-prob: nothing imputed
+    cmd = [str(inspect), "eval", "biasmonkey/acquiescence_key_typo", "--model", f"hf/{tiny_model}",
+           "-M", "device=cpu", "-T", f"top_logprobs={vocab}", "--limit", "3", "--log-dir", str(tmp_path / "logs"),
+           "--display", "none"]
+    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (log_file,) = (tmp_path / "logs").glob("*.eval")
+    records = records_from_eval_log(log_file)
+    assert len(records) == 3 and all(r.setting == "key_typo" for r in records)
+    assert all(sum(r.p_q) == pytest.approx(1) for r in records)
+    assert metrics(read_eval_log(log_file))["imputed_options"] == 0
+
+
+def test_summarize_reads_inspect_logs(tmp_path: Path) -> None:
+    from biasmonkey.harness_ext.cli import main
+
+    (q1, qp1), (q2, qp2) = prompts()
+    model = scripted({
+        q1: lambda: output("A", [(" A", .5), (" B", .5)]), qp1: lambda: output("A", [(" A", .6), (" B", .4)]),
+        q2: lambda: output("A", [(" A", .5), (" B", .5)]), qp2: lambda: output("A", [(" A", .8), (" B", .2)]),
+    })
+    run("biasmonkey/acquiescence", model, tmp_path, limit=2)
+    assert main(["summarize", str(tmp_path / "logs")]) == 0
+    md = (tmp_path / "logs" / "summary.md").read_text()
+    # Δ = 10 and 30 → mean 20, stderr 10
+    assert "| acquiescence | bias | 2 | 20.000 | 10.000 |" in md
+    assert "# Survey response biases: model" in md  # mockllm/model → "model"
+
+
+def test_the_eval_set_config_runs_the_whole_suite(tiny_model: Path, tmp_path: Path) -> None:
+    from biasmonkey.harness_ext.cli import main
+
+    config = REPO / "configs" / "inspect_response_bias.yaml"
+    vocab = len(AutoTokenizer.from_pretrained(tiny_model))
+    log_dir = tmp_path / "logs"
+    args = ["inspect-eval-set", str(config), "--model", f"hf/{tiny_model}", "--log-dir", str(log_dir),
+            "--limit", "2", "-T", f"top_logprobs={vocab}"]
+    assert main(args) == 0
+    assert main(["summarize", str(log_dir)]) == 0
+    rows = list(csv.DictReader((log_dir / "summary.csv").open()))
+    assert len(rows) == 20 and {r["n_pairs"] for r in rows} == {"2"}
+
+
+def test_eval_set_config_errors_name_the_problem(tmp_path: Path) -> None:
+    from biasmonkey.harness_ext.inspect_eval_set import load_eval_set_config, parse_task_args
+
+    bad = tmp_path / "set.yaml"
+    bad.write_text("tasks: [biasmonkey/acquiescence]\nlog_dri: logs\n")
+    with pytest.raises(ValueError, match="set.yaml: unknown key.s. log_dri"):
+        load_eval_set_config(bad)
+    bad.write_text("log_dir: logs\n")
+    with pytest.raises(ValueError, match="expected a mapping with a `tasks` list"):
+        load_eval_set_config(bad)
+    assert parse_task_args(["mode=sample", "n_samples=5"]) == {"mode": "sample", "n_samples": 5}
+    with pytest.raises(ValueError, match="'mode' is not key=value"):
+        parse_task_args(["mode"])
