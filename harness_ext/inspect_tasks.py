@@ -28,11 +28,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from biasmonkey.harness_ext.inspect_common import check_positive_int, make_metrics, reduced_sample_scores, register_task
 from biasmonkey.harness_ext.inspect_logprobs import first_token_top_logprobs, label_logprobs
-from biasmonkey.metrics import BIASES, PERTURBATIONS, DeltaSummary, summarize_deltas
+from biasmonkey.metrics import BIASES, SETTINGS, DeltaSummary, summarize_deltas
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES
 from biasmonkey.tasks.response_bias.prompts import render_prompt
-from biasmonkey.tasks.response_bias.scoring import PairRecord, answer_counts, score_exact, score_samples, score_weights
+from biasmonkey.tasks.response_bias.pairs import task_name
+from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_exact, score_weights
 
 SIDES = ("q", "qp")
 DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
@@ -123,10 +124,9 @@ def pair_scorer() -> Scorer:
             record = score_exact(doc, q_lp, qp_lp)
             weights, n_imputed = (record.p_q, record.p_qp), q_imp + qp_imp
         else:
-            q_ans, qp_ans = (state.store.get(f"{side}_answers") for side in SIDES)
-            record = score_samples(doc, q_ans, qp_ans)
-            weights = (answer_counts(q_ans, doc["q_letters"])[0].tolist(), answer_counts(qp_ans, doc["qp_letters"])[0].tolist())
-            n_imputed = 0
+            q_counts, qp_counts, n_answers, n_invalid = sample_counts(doc, *(state.store.get(f"{side}_answers") for side in SIDES))
+            record = score_weights(doc, q_counts, qp_counts, n_answers=n_answers, n_invalid=n_invalid)
+            weights, n_imputed = (q_counts, qp_counts), 0
         return Score(
             value=score_value(record, *weights, n_imputed=n_imputed),
             answer=None if record.delta is None else f"{record.delta:.3f}",
@@ -204,9 +204,8 @@ def response_bias_task(
         template=template,
     )
     check_positive_int("top_logprobs", top_logprobs)
-    name = bias if setting == "bias" else f"{bias}_{setting}"
     return Task(
-        dataset=MemoryDataset(pair_samples(opts, bias, setting), name=name),
+        dataset=MemoryDataset(pair_samples(opts, bias, setting), name=task_name(bias, setting)),
         solver=paired_answers(mode=mode, n_samples=n_samples, top_logprobs=top_logprobs),
         scorer=pair_scorer(),
         metrics=[factory() for factory in METRICS.values()],
@@ -217,19 +216,13 @@ def response_bias_task(
 
 def _register(bias: str, setting: str) -> Callable[..., Task]:
     """Register `biasmonkey/<name>`: response_bias_task for this bias and setting."""
-    name = bias if setting == "bias" else f"{bias}_{setting}"
     doc = f"Survey response bias {bias!r}, setting {setting!r} (Tjuatja et al., TACL 2024)."
-    return register_task(name, response_bias_task, {"bias": bias, "setting": setting}, doc)
+    return register_task(task_name(bias, setting), response_bias_task, {"bias": bias, "setting": setting}, doc)
 
 
 # biasmonkey/acquiescence, biasmonkey/acquiescence_key_typo, … (the lm-eval names without "biasmonkey_")
-TASKS: dict[str, Callable[..., Task]] = {}
-for _bias in BIASES:
-    for _setting in ("bias", *PERTURBATIONS):
-        _fn = _register(_bias, _setting)
-        TASKS[_fn.__name__] = _fn
+TASKS: dict[str, Callable[..., Task]] = {task_name(b, s): _register(b, s) for b in BIASES for s in SETTINGS}
 globals().update(TASKS)
-
 
 
 # ---------------------------------------------------------------------------- logs

@@ -17,11 +17,12 @@ from typing import Any
 
 from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
 from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, human_likeness, pearson, summarize_deltas
+from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 SAMPLES_FILE = re.compile(r"^samples_(biasmonkey_[a-z_]+)_(\d{4}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
 # The response-bias task names (the yes-no and cognitive suites share the biasmonkey_ prefix).
-TASK_NAMES = frozenset(b if s == "bias" else f"{b}_{s}" for b in BIASES for s in SETTINGS)
+TASK_NAMES = frozenset(task_name(b, s) for b in BIASES for s in SETTINGS)
 COLUMNS = (
     "bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant",
     "uncertainty_q", "uncertainty_qp", "r_absdelta_uncertainty_q",

@@ -50,6 +50,11 @@ def qp_positions(bias: str, setting: str, row: PromptRow) -> list[int]:
     return positions
 
 
+def task_name(bias: str, setting: str) -> str:
+    """acquiescence, acquiescence_key_typo, … (lm-eval prefixes `biasmonkey_`, Inspect `biasmonkey/`)."""
+    return bias if setting == "bias" else f"{bias}_{setting}"
+
+
 def build_pairs(
     bias: str,
     setting: str,

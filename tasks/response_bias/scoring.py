@@ -100,20 +100,19 @@ def answer_counts(answers: Sequence[str], letters: Sequence[str]) -> tuple[np.nd
     return counts, invalid
 
 
+def sample_counts(
+    doc: Mapping[str, Any], q_answers: Sequence[str], qp_answers: Sequence[str]
+) -> tuple[list[int], list[int], int, int]:
+    """Valid answers per option of q and of q', the number of answers and of invalid ones."""
+    q_counts, q_invalid = answer_counts(q_answers, doc["q_letters"])
+    qp_counts, qp_invalid = answer_counts(qp_answers, doc["qp_letters"])
+    return q_counts.tolist(), qp_counts.tolist(), len(q_answers) + len(qp_answers), q_invalid + qp_invalid
+
+
 def score_samples(doc: Mapping[str, Any], q_answers: Sequence[str], qp_answers: Sequence[str]) -> PairRecord:
     """Sample mode: shares of valid answers (the paper re-asked until an answer was valid).
 
     Invalid answers are counted in n_invalid; a side without any valid answer has no
     distribution, and the pair has no Δ (it is excluded from the t-test and reported).
     """
-    q_counts, q_invalid = answer_counts(q_answers, doc["q_letters"])
-    qp_counts, qp_invalid = answer_counts(qp_answers, doc["qp_letters"])
-    p_q = distribution_from_counts(q_counts) if q_counts.sum() else None
-    p_qp = distribution_from_counts(qp_counts) if qp_counts.sum() else None
-    return _record(
-        doc,
-        p_q,
-        p_qp,
-        n_answers=len(q_answers) + len(qp_answers),
-        n_invalid=q_invalid + qp_invalid,
-    )
+    return score_weights(doc, *sample_counts(doc, q_answers, qp_answers))
