@@ -21,8 +21,11 @@ from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
 from biasmonkey.metrics import DeltaSummary, summarize_deltas
+from biasmonkey.metrics.virtual_sampling import pair_virtual_values
 from biasmonkey.tasks.response_bias.options import RunOptions
+from biasmonkey.metrics import PERTURBATIONS
 from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, answer_continuations, render_prompt
+from biasmonkey.tasks.response_bias.templates import get_template
 from biasmonkey.tasks.response_bias.scoring import PairRecord, option_logprobs, score_exact, score_samples
 
 SIDES = ("q", "qp")
@@ -85,8 +88,10 @@ def t_test_metrics(name: str, count_name: str, higher_is_better: bool) -> list[d
     ]
 
 
-def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
-    """What each task reports. `delta` uses lm-eval's `mean`, so it gets a stderr."""
+def metric_list(mode: str, is_bias: bool, virtual: bool = False) -> list[dict[str, Any]]:
+    """What each task reports. `delta` uses lm-eval's `mean`, so it gets a stderr. With virtual
+    sampling on, also the Δ of the virtual answers with its t-test, the invalid-answer mass the
+    re-ask protocol would have re-asked and its expected draws per question side."""
     metrics = [
         # Positive Δ on a bias task is the human-like direction; on a perturbation, humans show none.
         *t_test_metrics("delta", "n_pairs", is_bias),
@@ -95,7 +100,31 @@ def metric_list(mode: str, is_bias: bool) -> list[dict[str, Any]]:
     ]
     if mode == "sample":
         metrics.append(metric_entry("invalid_rate", "mean", False))
+    if virtual:
+        metrics += [
+            *t_test_metrics("virtual_delta", "virtual_n_pairs", is_bias),
+            metric_entry("invalid_mass", "mean", False),
+            metric_entry("virtual_expected_draws", "mean", False),
+        ]
     return metrics
+
+
+def draw_metrics(seeds: Sequence[int], is_bias: bool) -> list[dict[str, Any]]:
+    """Per perturbation draw (option perturbation_seeds): `delta_s<seed>` with its t-test and
+    `n_pairs_s<seed>`; lm-eval aggregates each over the documents that return it, i.e. its draw."""
+    return [m for seed in seeds for m in t_test_metrics(f"delta_s{seed}", f"n_pairs_s{seed}", is_bias)]
+
+
+def t_test_values(name: str, count_name: str, delta: float | None) -> dict[str, float]:
+    """A pair's values for `t_test_metrics(name, count_name, …)`. A pair without Δ (no valid
+    answer on a side) is left out of `name` (lm-eval's mean) and enters the other metrics as
+    NaN, which their aggregations skip; `count_name` counts the pairs with a Δ, so the shortfall
+    is reported, never hidden."""
+    value = math.nan if delta is None else delta
+    out = dict.fromkeys((f"{name}_t", f"{name}_p", f"{name}_ci_low", f"{name}_ci_high", count_name), value)
+    if delta is not None:
+        out[name] = delta
+    return out
 
 
 # ---------------------------------------------------------------------------- records
@@ -160,20 +189,31 @@ class PairedResponseTask(ConfigurableTask):
         config = dict(config or {})
         config.pop("class", None)  # TaskConfig does not know the key lm-eval used to find us
         self.options = RunOptions.from_mapping(config.get("metadata"))
-        is_bias = (config.get("dataset_kwargs") or {}).get("setting") == "bias"
+        setting = (config.get("dataset_kwargs") or {}).get("setting")
+        is_bias = setting == "bias"
+        # Perturbation tasks run with perturbation_seeds report every draw beside the pooled numbers.
+        self.draw_seeds = (self.options.perturbation_seeds or ()) if setting in PERTURBATIONS else ()
         config.update(
             output_type="loglikelihood" if self.options.mode == "exact" else "generate_until",
             test_split="test",
             process_results=self.process_pair,
-            metric_list=metric_list(self.options.mode, is_bias),
+            metric_list=metric_list(self.options.mode, is_bias, virtual=self.options.virtual_samples > 0)
+            + draw_metrics(self.draw_seeds, is_bias),
         )
         if self.options.mode == "sample":
             n = self.options.n_samples
+            template = get_template(self.options.template)
             config.update(
                 repeats=n,
-                # The paper's protocol: one answer token at temperature 1. With lm-eval's cache
-                # on, do_sample must be explicit or repeats would be served from the cache.
-                generation_kwargs={"until": ["\n"], "do_sample": True, "temperature": 1.0, "max_gen_toks": 1},
+                # The paper's protocol: one answer token at temperature 1 (a generation template:
+                # up to its max_new_tokens, to the end of text). With lm-eval's cache on,
+                # do_sample must be explicit or repeats would be served from the cache.
+                generation_kwargs={
+                    "until": [] if template.generates else ["\n"],
+                    "do_sample": True,
+                    "temperature": 1.0,
+                    "max_gen_toks": template.max_new_tokens,
+                },
                 # Keep every sampled answer (lm-eval's default filter keeps only the first).
                 filter_list=[{"name": "all_samples", "filter": [{"function": "take_first_k", "k": n}]}],
             )
@@ -195,7 +235,8 @@ class PairedResponseTask(ConfigurableTask):
         """
         if num_fewshot <= 0:
             return []
-        others = [d for d in self.eval_docs if d["key"] != doc["key"]]
+        # other questions, once each (with perturbation_seeds a question has one doc per draw)
+        others = list({d["key"]: d for d in self.eval_docs if d["key"] != doc["key"]}.values())
         if num_fewshot > len(others):
             raise ValueError(f"{self.config.task}: num_fewshot={num_fewshot} but only {len(others)} other pairs")
         seed = hashlib.sha256(f"{self.options.fewshot_seed}:{doc['key']}".encode()).digest()
@@ -231,17 +272,19 @@ class PairedResponseTask(ConfigurableTask):
 
     def process_pair(self, doc: dict, results: list) -> dict[str, float]:
         record = pair_record(doc, results, self.options.mode)
-        # A pair without Δ (no valid answer on a side) is left out of `delta` (lm-eval's mean)
-        # and enters the other Δ metrics as NaN, which their aggregations skip; n_pairs counts
-        # the pairs with a Δ, so the shortfall is reported, never hidden.
-        delta = math.nan if record.delta is None else record.delta
-        out = {name: delta for name in ("delta_t", "delta_p", "delta_ci_low", "delta_ci_high", "n_pairs")}
-        if record.delta is not None:
-            out["delta"] = record.delta
+        out = t_test_values("delta", "n_pairs", record.delta)
         if record.uncertainty_q is not None:
             out["uncertainty_q"] = record.uncertainty_q
         if record.uncertainty_qp is not None:
             out["uncertainty_qp"] = record.uncertainty_qp
         if self.options.mode == "sample":
             out["invalid_rate"] = record.n_invalid / record.n_answers
+        if self.options.virtual_samples:
+            values = pair_virtual_values(record, self.options.virtual_samples, self.options.virtual_seed)
+            # the t-test aggregations read the pair's virtual Δ, as the `delta` ones read Δ
+            t_test_names = ("virtual_delta_t", "virtual_delta_p", "virtual_delta_ci_low", "virtual_delta_ci_high", "virtual_n_pairs")
+            out.update(values, **dict.fromkeys(t_test_names, values["virtual_delta"]))
+        if self.draw_seeds:
+            seed = record.perturbation_seed
+            out.update(t_test_values(f"delta_s{seed}", f"n_pairs_s{seed}", record.delta))
         return out

@@ -12,11 +12,13 @@ import json
 import math
 import re
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
-from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, human_likeness, pearson, summarize_deltas
+from biasmonkey.metrics import (
+    BIASES, SETTINGS, SIGNIFICANCE, DeltaSummary, draw_variation, human_likeness, pearson, summarize_deltas,
+)
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
@@ -72,9 +74,15 @@ def _mean(values: list[float]) -> float:
 
 
 def summary_row(records: list[PairRecord]) -> dict[str, Any]:
-    """One task's statistics from its per-pair records."""
+    """One task's statistics from its per-pair records.
+
+    A task run with several perturbation draws (option perturbation_seeds) holds each question
+    once per draw; its row tests each question once (its Δ averaged over the draws), since
+    pooling the pairs of all draws would overstate the evidence. `n_draws` says so.
+    """
     scored = [r for r in records if r.delta is not None]
-    s = summarize_deltas([r.delta for r in scored])
+    variation = draw_variation(records)
+    s = variation[0].pooled if variation else summarize_deltas([r.delta for r in scored])
     r = pearson([abs(x.delta) for x in scored], [x.uncertainty_q for x in scored])
     row: dict[str, Any] = {
         "bias": records[0].bias,
@@ -91,6 +99,8 @@ def summary_row(records: list[PairRecord]) -> dict[str, Any]:
         "uncertainty_qp": _mean([x.uncertainty_qp for x in records if x.uncertainty_qp is not None]),
         "r_absdelta_uncertainty_q": r.r,
     }
+    if variation:
+        row["n_draws"] = len(variation[0].draws)
     answers = sum(x.n_answers for x in records)
     if answers:  # sampling mode: report invalid answers and the pairs left without a Δ
         row["invalid_rate"] = sum(x.n_invalid for x in records) / answers
@@ -110,13 +120,18 @@ def rows_in_suite_order(records_per_task: Iterable[list[PairRecord]]) -> list[di
     return sorted(rows, key=lambda r: order[(r["bias"], r["setting"])])
 
 
-def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
-    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 otherwise."""
-    summaries = {
+def bias_summaries(rows: Iterable[Mapping[str, Any]]) -> dict[str, DeltaSummary]:
+    """The Δ summaries of the bias rows (setting "bias"), by bias."""
+    return {
         r["bias"]: DeltaSummary(r["n_pairs"], r["delta"], r["delta_stderr"], r["t"], r["p"], max(r["n_pairs"] - 1, 0), r["ci_low"], r["ci_high"])
         for r in rows
         if r["setting"] == "bias"
     }
+
+
+def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
+    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 otherwise."""
+    summaries = bias_summaries(rows)
     if not summaries:
         return None
     scores = human_likeness(summaries)
@@ -124,7 +139,7 @@ def human_likeness_line(rows: list[dict[str, Any]]) -> str | None:
     return f"Human-likeness score: {sum(scores.values()):+d} of {len(scores)} ({parts})."
 
 
-def _fmt(value: Any) -> str:
+def format_value(value: Any) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):
@@ -137,7 +152,7 @@ def _fmt(value: Any) -> str:
 def to_markdown(rows: list[dict[str, Any]], title: str) -> str:
     columns = list(COLUMNS) + [c for c in ("invalid_rate", "pairs_without_delta") if any(c in r for r in rows)]
     lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    lines += ["| " + " | ".join(_fmt(r.get(c, math.nan)) for c in columns) + " |" for r in rows]
+    lines += ["| " + " | ".join(format_value(r.get(c, math.nan)) for c in columns) + " |" for r in rows]
     if (score := human_likeness_line(rows)) is not None:
         lines += ["", score]
     lines += [

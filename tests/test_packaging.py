@@ -24,8 +24,12 @@ def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
     top = {n.split("/")[0] for n in names}
     assert top == {"biasmonkey", next(t for t in top if t.endswith(".dist-info"))}  # no stray `tasks`/`metrics`
     yamls = [n for n in names if n.startswith("biasmonkey/tasks/response_bias/") and n.endswith(".yaml")]
-    assert len(yamls) == 22  # 20 tasks + the shared template + the group
+    assert len(yamls) == 23  # 20 tasks + acquiescence_reword + the shared template + the group
     assert "biasmonkey/tasks/response_bias/README.md" in names
+    assert "biasmonkey/tasks/response_bias/templates.yml" in names  # the prompt templates
+    cognitive_templates = [n for n in names if n.startswith("biasmonkey/tasks/cognitive/templates/") and n.endswith(".yml")]
+    assert len(cognitive_templates) == 30 and "biasmonkey/tasks/cognitive/templates/README.md" in names
+    assert "biasmonkey/tasks/cognitive/generation/generate.py" in names and "biasmonkey/harness_ext/report/__init__.py" in names
     for suite in ("yesno", "cognitive"):
         shipped = {n for n in names if n.startswith(f"biasmonkey/tasks/{suite}/") and n.endswith(".yaml")}
         assert len(shipped) == len(list((REPO / "tasks" / suite).glob("*.yaml"))) > 0, suite

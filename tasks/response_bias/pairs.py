@@ -50,9 +50,10 @@ def qp_positions(bias: str, setting: str, row: PromptRow) -> list[int]:
     return positions
 
 
-def task_name(bias: str, setting: str) -> str:
-    """acquiescence, acquiescence_key_typo, … (lm-eval prefixes `biasmonkey_`, Inspect `biasmonkey/`)."""
-    return bias if setting == "bias" else f"{bias}_{setting}"
+def task_name(bias: str, setting: str, reword: bool = False) -> str:
+    """acquiescence, acquiescence_key_typo, …, acquiescence_reword (the alternative wording)
+    (lm-eval prefixes `biasmonkey_`, Inspect `biasmonkey/`)."""
+    return (bias if setting == "bias" else f"{bias}_{setting}") + ("_reword" if reword else "")
 
 
 def build_pairs(

@@ -1,15 +1,11 @@
-"""Prompt templates for the survey questions (wording of the paper's Appendix B.2 template)."""
+"""Prompts for the survey questions: the templates of templates.yml (the paper's Appendix B.2
+prompt by default, and its extended-generation and steering variants) and the answer readers."""
 
 from __future__ import annotations
 
-TEMPLATES: dict[str, str] = {
-    # The paper's default: one answer token after "Answer:".
-    "default": (
-        "Please answer the following question with one of the alphabetical options provided.\n"
-        "Question: {question}\n"
-        "Answer:"
-    ),
-}
+from biasmonkey.tasks.response_bias.templates import TEMPLATES, get_template
+
+__all__ = ["ANSWER_SPELLINGS", "TEMPLATES", "answer_continuations", "parse_answer", "parse_output", "render_prompt"]
 
 
 # A sampled answer is valid with or without a space before the letter, so exact mode scores both
@@ -24,11 +20,7 @@ def answer_continuations(letters: list[str] | tuple[str, ...]) -> list[str]:
 
 def render_prompt(question: str, template: str = "default") -> str:
     """The full prompt for one survey question (stem plus lettered options)."""
-    try:
-        fmt = TEMPLATES[template]
-    except KeyError:
-        raise ValueError(f"unknown prompt template {template!r}; available: {', '.join(TEMPLATES)}") from None
-    return fmt.format(question=question.rstrip())
+    return get_template(template).render(question)
 
 
 def parse_answer(text: str, letters: tuple[str, ...] | list[str]) -> int | None:
@@ -41,3 +33,11 @@ def parse_answer(text: str, letters: tuple[str, ...] | list[str]) -> int | None:
     if len(s) == 1 and s.upper() in letters:
         return list(letters).index(s.upper())
     return None
+
+
+def parse_output(text: str, letters: tuple[str, ...] | list[str], template: str = "default") -> int | None:
+    """Index of the option a sampled output names under `template`, or None (an invalid answer):
+    a one-token template's output must be the letter itself (`parse_answer`); a generation
+    template's output names it on an `Answer: <letter>` line."""
+    chosen = get_template(template)
+    return chosen.read_answer(text, letters) if chosen.generates else parse_answer(text, letters)

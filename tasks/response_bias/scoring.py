@@ -19,7 +19,7 @@ from biasmonkey.metrics import (
     normalized_entropy,
     pair_delta,
 )
-from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, parse_answer
+from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, parse_output
 
 
 @dataclass(frozen=True)
@@ -34,12 +34,18 @@ class PairRecord:
     uncertainty_qp: float | None
     n_answers: float = 0  # sampled answers per pair (both sides; an epoch mean in Inspect); 0 in exact mode
     n_invalid: float = 0
+    # Exact mode: total probability of all option spellings before renormalising (1 − the mass
+    # the re-ask protocol would re-ask); None in sample mode and in records from older logs.
+    valid_mass_q: float | None = None
+    valid_mass_qp: float | None = None
+    qp_positions: list[int] | None = None  # q' option -> q position (None: identity), for re-scoring
+    perturbation_seed: int | None = None  # the seeded perturbation draw of q' (None: the published q')
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | None, **counts: int) -> PairRecord:
+def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | None, **counts: float | None) -> PairRecord:
     delta = None
     if p_q is not None and p_qp is not None:
         delta = pair_delta(doc["bias"], doc["setting"], p_q, p_qp, doc["qp_positions"])
@@ -52,6 +58,8 @@ def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | N
         delta=delta,
         uncertainty_q=None if p_q is None else normalized_entropy(p_q),
         uncertainty_qp=None if p_qp is None else normalized_entropy(p_qp),
+        qp_positions=list(doc["qp_positions"]),
+        perturbation_seed=doc.get("perturbation_seed"),
         **counts,
     )
 
@@ -61,11 +69,23 @@ def score_exact(doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs
     for side, lps, letters in (("q", q_logprobs, doc["q_letters"]), ("q'", qp_logprobs, doc["qp_letters"])):
         if len(lps) != len(letters):
             raise ValueError(f"pair {doc['key']}: {len(lps)} log-probabilities for {side}'s {len(letters)} options")
-    return _record(doc, distribution_from_logprobs(q_logprobs), distribution_from_logprobs(qp_logprobs))
+    return _record(
+        doc,
+        distribution_from_logprobs(q_logprobs),
+        distribution_from_logprobs(qp_logprobs),
+        valid_mass_q=valid_mass(q_logprobs),
+        valid_mass_qp=valid_mass(qp_logprobs),
+    )
+
+
+def valid_mass(option_logprobs: Sequence[float]) -> float:
+    """Total probability of a side's valid answers (its options' log-probabilities, all spellings)."""
+    return float(np.exp(np.logaddexp.reduce(np.asarray(option_logprobs, dtype=float))))
 
 
 def score_weights(
-    doc: Mapping[str, Any], q_weights: Sequence[float], qp_weights: Sequence[float], n_answers: float = 0, n_invalid: float = 0
+    doc: Mapping[str, Any], q_weights: Sequence[float], qp_weights: Sequence[float], n_answers: float = 0, n_invalid: float = 0,
+    valid_mass_q: float | None = None, valid_mass_qp: float | None = None,
 ) -> PairRecord:
     """A record from non-negative answer weights per option (probabilities, or counts of valid
     answers pooled over epochs); a side whose weights sum to 0 has no valid answer."""
@@ -74,7 +94,9 @@ def score_weights(
         if len(weights) != len(letters):
             raise ValueError(f"pair {doc['key']}: {len(weights)} weights for {side}'s {len(letters)} options")
         sides.append(distribution_from_counts(weights) if sum(weights) > 0 else None)
-    return _record(doc, *sides, n_answers=n_answers, n_invalid=n_invalid)
+    return _record(
+        doc, *sides, n_answers=n_answers, n_invalid=n_invalid, valid_mass_q=valid_mass_q, valid_mass_qp=valid_mass_qp
+    )
 
 
 def option_logprobs(spelling_logprobs: Sequence[float]) -> list[float]:
@@ -87,12 +109,12 @@ def option_logprobs(spelling_logprobs: Sequence[float]) -> list[float]:
     return np.logaddexp.reduce(grouped, axis=1).tolist()
 
 
-def answer_counts(answers: Sequence[str], letters: Sequence[str]) -> tuple[np.ndarray, int]:
-    """Counts per option and the number of invalid answers."""
+def answer_counts(answers: Sequence[str], letters: Sequence[str], template: str = "default") -> tuple[np.ndarray, int]:
+    """Counts per option and the number of invalid answers (outputs read as `template` asks)."""
     counts = np.zeros(len(letters), dtype=int)
     invalid = 0
     for text in answers:
-        idx = parse_answer(text, tuple(letters))
+        idx = parse_output(text, tuple(letters), template)
         if idx is None:
             invalid += 1
         else:
@@ -103,9 +125,11 @@ def answer_counts(answers: Sequence[str], letters: Sequence[str]) -> tuple[np.nd
 def sample_counts(
     doc: Mapping[str, Any], q_answers: Sequence[str], qp_answers: Sequence[str]
 ) -> tuple[list[int], list[int], int, int]:
-    """Valid answers per option of q and of q', the number of answers and of invalid ones."""
-    q_counts, q_invalid = answer_counts(q_answers, doc["q_letters"])
-    qp_counts, qp_invalid = answer_counts(qp_answers, doc["qp_letters"])
+    """Valid answers per option of q and of q', the number of answers and of invalid ones
+    (read with the doc's prompt template; docs without one used the default)."""
+    template = doc.get("template") or "default"
+    q_counts, q_invalid = answer_counts(q_answers, doc["q_letters"], template)
+    qp_counts, qp_invalid = answer_counts(qp_answers, doc["qp_letters"], template)
     return q_counts.tolist(), qp_counts.tolist(), len(q_answers) + len(qp_answers), q_invalid + qp_invalid
 
 

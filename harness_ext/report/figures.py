@@ -1,0 +1,163 @@
+"""The report's figures (matplotlib, Agg backend), drawn from the report's tables and written as PNG."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from matplotlib.patches import Patch, Rectangle  # noqa: E402
+
+from biasmonkey.harness_ext.report.inputs import ModelResults  # noqa: E402
+from biasmonkey.harness_ext.report.tables import CORRECTIONS, grid  # noqa: E402
+from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE  # noqa: E402
+
+POSITIVE = "#d6604d"  # significant Δ > 0
+NEGATIVE = "#4393c3"  # significant Δ < 0
+HATCH_EDGE = "#888888"  # not significant: white cell hatched in grey
+MISSING = "#eeeeee"  # no data
+DPI = 100
+MIN_MODELS_FOR_TREE = 3
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def bias_grid(response_bias: pd.DataFrame, model: str, path: Path) -> Path:
+    """Bias × setting grid of one model: cells coloured by the sign of Δ where p < 0.05,
+    hatched where not significant, grey where absent; each cell annotated with Δ."""
+    delta, p = grid(response_bias, model, "delta"), grid(response_bias, model, "p")
+    fig, ax = plt.subplots(figsize=(6.4, 3.6))
+    for i, bias in enumerate(BIASES):
+        for j, setting in enumerate(SETTINGS):
+            d, pv = delta.loc[bias, setting], p.loc[bias, setting]
+            y = len(BIASES) - 1 - i
+            if np.isnan(d):
+                ax.add_patch(Rectangle((j, y), 1, 1, facecolor=MISSING, edgecolor="white"))
+                ax.text(j + 0.5, y + 0.5, "–", ha="center", va="center", color="#999999")
+                continue
+            if pv < SIGNIFICANCE:
+                ax.add_patch(Rectangle((j, y), 1, 1, facecolor=POSITIVE if d > 0 else NEGATIVE, edgecolor="white"))
+            else:
+                ax.add_patch(Rectangle((j, y), 1, 1, facecolor="white", edgecolor=HATCH_EDGE, hatch="///", linewidth=0))
+            ax.text(j + 0.5, y + 0.5, f"{d:+.1f}", ha="center", va="center", fontsize=10,
+                    bbox={"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 1})
+    ax.set_xlim(0, len(SETTINGS))
+    ax.set_ylim(0, len(BIASES))
+    ax.set_xticks(np.arange(len(SETTINGS)) + 0.5, [s.replace("_", " ") for s in SETTINGS])
+    ax.set_yticks(np.arange(len(BIASES)) + 0.5, [b.replace("_", " ") for b in reversed(BIASES)])
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
+    ax.set_title(f"{model}: Δ (points) per bias and perturbation")
+    ax.legend(
+        handles=[Patch(facecolor=POSITIVE, label=f"Δ > 0, p < {SIGNIFICANCE}"), Patch(facecolor=NEGATIVE, label=f"Δ < 0, p < {SIGNIFICANCE}"),
+                 Patch(facecolor="white", edgecolor=HATCH_EDGE, hatch="///", label="not significant")],
+        loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=3, fontsize=8, frameon=False,
+    )
+    return _save(fig, path)
+
+
+def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
+    """Δb per bias and ATP topic, one panel per model (error bars: stderr)."""
+    tested = topics.dropna(subset=["delta"])
+    models = list(dict.fromkeys(tested["model"]))
+    names = list(dict.fromkeys(tested["topic"]))
+    fig, axes = plt.subplots(len(models), 1, figsize=(7, 2.6 * len(models)), squeeze=False)
+    for ax, model in zip(axes[:, 0], models):
+        rows = tested[tested["model"] == model]
+        biases = [b for b in BIASES if b in set(rows["bias"])]
+        width = 0.8 / max(len(names), 1)
+        for k, topic in enumerate(names):
+            sel = rows[rows["topic"] == topic].set_index("bias").reindex(biases)
+            ax.bar(np.arange(len(biases)) + k * width, sel["delta"], width, yerr=sel["delta_stderr"].fillna(0), label=topic)
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_xticks(np.arange(len(biases)) + 0.4 - width / 2, [b.replace("_", " ") for b in biases])
+        ax.set_ylabel("Δb (points)")
+        ax.set_title(model)
+    axes[0, 0].legend(fontsize=7, loc="best")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def uncertainty_scatter(models: Sequence[ModelResults], uncertainty: pd.DataFrame, path: Path) -> Path:
+    """|Δb| against the normalised entropy of q, one panel per model (three per row), one colour per bias
+    (legend: Pearson r and its p from the uncertainty table)."""
+    ncols = min(3, len(models))
+    nrows = -(-len(models) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.6 * nrows), squeeze=False)
+    for ax in axes.flat[len(models):]:
+        ax.set_visible(False)
+    for ax, m in zip(axes.flat, models):
+        for bias in BIASES:
+            records = [r for r in m.tasks("response_bias").get(f"biasmonkey_{bias}", []) if r.delta is not None and r.uncertainty_q is not None]
+            if not records:
+                continue
+            row = uncertainty[(uncertainty["model"] == m.name) & (uncertainty["bias"] == bias) & (uncertainty["setting"] == "bias")].iloc[0]
+            label = f"{bias.replace('_', ' ')}: r {row['r']:+.2f} (p {row['r_p']:.2g})"
+            ax.scatter([r.uncertainty_q for r in records], [abs(r.delta) for r in records], s=10, alpha=0.6, label=label)
+        ax.set_xlabel("normalised entropy of q")
+        ax.set_ylabel("|Δb| (points)")
+        ax.set_title(m.name)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def yesno_bars(yesno: pd.DataFrame, path: Path) -> Path:
+    """Bias and accuracy before and after each correction, per task × model."""
+    groups = list(dict.fromkeys(zip(yesno["task"], yesno["model"])))
+    fig, axes = plt.subplots(1, 2, figsize=(max(7, 1.6 * len(groups) + 3), 3.6))
+    width = 0.8 / len(CORRECTIONS)
+    for ax, column in zip(axes, ("bias", "accuracy")):
+        for k, correction in enumerate(CORRECTIONS):
+            sel = yesno[yesno["correction"] == correction].set_index(["task", "model"]).reindex(groups)
+            ax.bar(np.arange(len(groups)) + k * width, sel[column], width, label=correction)
+        ax.axhline(0 if column == "bias" else 0.5, color="black", linewidth=0.8)
+        ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [f"{t}\n{m}" for t, m in groups], fontsize=7)
+        ax.set_title(column)
+    axes[0].set_ylim(-1.05, 1.05)
+    axes[1].set_ylim(0, 1)
+    axes[0].legend(fontsize=7)
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def cognitive_heatmap(cognitive: pd.DataFrame, path: Path) -> Path:
+    """Mean bias score m per cognitive bias (rows) × model (columns), diverging colours on [−1, 1]."""
+    matrix = cognitive.pivot(index="bias", columns="model", values="score")
+    fig, ax = plt.subplots(figsize=(2 + 1.1 * matrix.shape[1], 1 + 0.32 * matrix.shape[0]))
+    image = ax.imshow(matrix.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
+    for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
+        if not np.isnan(value):
+            ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=7)
+    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
+    ax.set_yticks(range(matrix.shape[0]), [b.replace("_", " ") for b in matrix.index], fontsize=7)
+    fig.colorbar(image, ax=ax, label="mean bias score m")
+    fig.tight_layout()
+    return _save(fig, path)
+
+
+def model_dendrogram(cognitive: pd.DataFrame, path: Path) -> Path | None:
+    """Average-linkage tree of the models by Euclidean distance between their per-bias mean
+    scores (biases every model has); None with fewer than MIN_MODELS_FOR_TREE models."""
+    from scipy.cluster.hierarchy import dendrogram, linkage
+
+    matrix = cognitive.pivot(index="model", columns="bias", values="score").dropna(axis=1)
+    if matrix.shape[0] < MIN_MODELS_FOR_TREE or matrix.shape[1] == 0:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 1.5 + 0.35 * matrix.shape[0]))
+    dendrogram(linkage(matrix.to_numpy(dtype=float), method="average", metric="euclidean"), labels=list(matrix.index), orientation="right", ax=ax)
+    ax.set_xlabel("Euclidean distance between per-bias mean scores")
+    fig.tight_layout()
+    return _save(fig, path)

@@ -1,0 +1,1 @@
+"""Generation of new cognitive-bias tests from templates, scenarios and a generator model."""

@@ -1,0 +1,257 @@
+"""`biasmonkey report` end to end over two tiny random models from real harness runs: one through
+`biasmonkey run` (lm-eval, all three suites), one through Inspect (`hf/` provider); every table
+number is checked against a recomputation from the logged records."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy import stats
+from tiny_model import build_tiny_model
+
+from biasmonkey.harness_ext import inspect_tasks, inspect_yesno, lm_eval_cognitive, lm_eval_tasks, lm_eval_yesno
+from biasmonkey.harness_ext.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
+RB_TASKS = ["acquiescence", "acquiescence_key_typo", "odd_even"]
+LIMIT = 6
+
+
+@pytest.fixture(scope="module")
+def runs(tiny_model: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Model "alpha" (the tiny model, seed 0) via `biasmonkey run`; model "beta" (seed 1) via Inspect."""
+    root = tmp_path_factory.mktemp("report-e2e")
+    # A data folder with the real prompt and yes-no files and the cognitive test fixture.
+    data = root / "data"
+    (data / "cognitive").mkdir(parents=True)
+    for name in ("biasmonkey", "yesno"):
+        (data / name).symlink_to(data_dir / name)
+    (data / "cognitive" / "cognitive-biases-in-llms.csv").symlink_to(COGNITIVE_FIXTURE)
+    mp = pytest.MonkeyPatch()
+    mp.setenv("BIASMONKEY_DATA_DIR", str(data))
+    tasks = ",".join([*(f"biasmonkey_{t}" for t in RB_TASKS), "biasmonkey_yesno_comps", "biasmonkey_cognitive_hindsight_bias"])
+    lm_out = root / "lm_eval"
+    try:
+        assert main(["run", "--model", str(tiny_model), "--tasks", tasks, "--limit", str(LIMIT), "--batch-size", "8", "--output", str(lm_out)]) == 0
+    finally:
+        mp.undo()
+
+    from inspect_ai import eval as inspect_eval
+
+    beta = build_tiny_model(root / "beta", seed=1)
+    raw_prompt = yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text())
+    logs = inspect_eval(
+        [f"biasmonkey/{t}" for t in [*RB_TASKS, "yesno_comps"]], model=f"hf/{beta}", model_args={"device": "cpu", **raw_prompt},
+        limit=LIMIT, task_args={"top_logprobs": 500}, log_dir=str(root / "inspect"), display="none", max_connections=1,
+    )
+    assert all(log.status == "success" for log in logs)
+    return {"lm_eval": lm_out, "inspect": root / "inspect", "alpha": tiny_model, "beta": beta, "root": root}
+
+
+@pytest.fixture(scope="module")
+def report(runs: dict[str, Path]) -> Path:
+    out = runs["root"] / "report"
+    code = main(["report", str(runs["lm_eval"]), str(runs["inspect"]), "--out", str(out),
+                 "--name", f"{runs['alpha']}=alpha", "--name", "beta=beta"])
+    assert code == 0
+    return out
+
+
+def rows(path: Path) -> list[dict[str, str]]:
+    return list(csv.DictReader(path.open()))
+
+
+def expected_records(runs: dict[str, Path]) -> dict[tuple[str, str], list]:
+    """Records per (model, task) read straight from the harness files."""
+    out = {}
+    for path in runs["lm_eval"].rglob("samples_biasmonkey_*.jsonl"):
+        task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
+        reader = (lm_eval_yesno if "yesno" in task else lm_eval_cognitive if "cognitive" in task else lm_eval_tasks).records_from_samples_file
+        out["alpha", task] = reader(path)
+    for path in runs["inspect"].glob("*.eval"):
+        from inspect_ai.log import read_eval_log
+
+        task = "biasmonkey_" + read_eval_log(str(path), header_only=True).eval.task.removeprefix("biasmonkey/")
+        out["beta", task] = (inspect_yesno if "yesno" in task else inspect_tasks).records_from_eval_log(path)
+    return out
+
+
+def test_run_ends_with_a_report(runs: dict[str, Path]) -> None:
+    report = runs["lm_eval"] / "report"
+    assert (runs["lm_eval"] / "summary.md").is_file()  # the summary is still written
+    assert (report / "report.md").is_file() and (report / "report.html").is_file()
+    assert {r["model"] for r in rows(report / "tables" / "response_bias.csv")} == {runs["alpha"].name}
+
+
+def test_report_files(report: Path) -> None:
+    for name in ("response_bias", "human_likeness", "topics", "uncertainty", "yesno", "cognitive", "all_tests", "inputs"):
+        assert (report / "tables" / f"{name}.csv").is_file() and (report / "tables" / f"{name}.json").is_file()
+    for name in ("bias_grid_alpha", "bias_grid_beta", "uncertainty_scatter", "topics", "yesno", "cognitive_heatmap"):
+        assert (report / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
+    assert not (report / "figures" / "cognitive_dendrogram.png").exists()  # one model with cognitive results
+    md = (report / "report.md").read_text()
+    for title in ("Survey response biases", "Yes-no bias", "Cognitive biases", "Multiple comparisons", "no dendrogram"):
+        assert title in md
+    html = (report / "report.html").read_text()
+    assert html.count("data:image/png;base64,") == 6 and "src='figures/" not in html  # self-contained
+    inputs = {(r["model"], r["task"]): r["harness"] for r in rows(report / "tables" / "inputs.csv")}
+    assert inputs["alpha", "biasmonkey_acquiescence"] == "lm-eval" and inputs["beta", "biasmonkey_acquiescence"] == "inspect"
+    assert ("beta", "biasmonkey_cognitive_hindsight_bias") not in inputs
+
+
+def test_tables_equal_an_independent_recomputation(runs: dict[str, Path], report: Path) -> None:
+    records = expected_records(runs)
+    rb = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
+    assert len(rb) == 2 * len(RB_TASKS)
+    for model in ("alpha", "beta"):
+        for task, (bias, setting) in zip(RB_TASKS, [("acquiescence", "bias"), ("acquiescence", "key_typo"), ("odd_even", "bias")]):
+            deltas = [r.delta for r in records[model, f"biasmonkey_{task}"] if r.delta is not None]
+            row = rb[model, bias, setting]
+            assert int(row["n_pairs"]) == len(deltas) == LIMIT
+            assert float(row["delta"]) == pytest.approx(np.mean(deltas), abs=1e-9)
+            assert float(row["p"]) == pytest.approx(stats.ttest_1samp(deltas, 0).pvalue, rel=1e-6)
+    yesno = {(r["model"], r["correction"]): r for r in rows(report / "tables" / "yesno.csv")}
+    for model in ("alpha", "beta"):
+        items = records[model, "biasmonkey_yesno_comps"]
+        votes = np.sign([i.yes - i.no for i in items])
+        assert float(yesno[model, "base"]["bias"]) == pytest.approx(votes.mean())  # (#yes − #no)/N
+        correct = [0.5 if v == 0 else float((v > 0) == i.gold_yes) for v, i in zip(votes, items)]
+        assert float(yesno[model, "base"]["accuracy"]) == pytest.approx(np.mean(correct))
+    (cog,) = rows(report / "tables" / "cognitive.csv")
+    scores = [r.score for r in records["alpha", "biasmonkey_cognitive_hindsight_bias"] if r.score is not None]
+    assert cog["model"] == "alpha" and float(cog["score"]) == pytest.approx(np.mean(scores))
+
+
+def test_lm_eval_aggregates_agree_with_the_report(runs: dict[str, Path], report: Path) -> None:
+    """A cross-check only (the report never reads them): lm-eval's printed Δ equals the recomputed one."""
+    (results_file,) = runs["lm_eval"].rglob("results_*.json")
+    printed = json.loads(results_file.read_text())["results"]
+    rb = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
+    assert printed["biasmonkey_odd_even"]["delta,none"] == pytest.approx(float(rb["alpha", "odd_even", "bias"]["delta"]), abs=1e-9)
+
+
+def test_every_p_value_is_adjusted_over_one_family(report: Path) -> None:
+    tests = rows(report / "tables" / "all_tests.csv")
+    ps = [float(t["p"]) for t in tests if t["p"]]
+    m = len(ps)
+    # rb 6 + uncertainty ≤ 6 + topics + cognitive 1: every table with a p is in the family
+    assert {t["table"] for t in tests} == {"response_bias", "uncertainty", "topics", "cognitive"}
+    smallest = min((t for t in tests if t["p"]), key=lambda t: float(t["p"]))
+    assert float(smallest["p_holm"]) == pytest.approx(min(1.0, m * float(smallest["p"])))  # Holm's first step
+    assert float(smallest["p_bh"]) == pytest.approx(min(1.0, m * float(smallest["p"])), rel=1e-9) or float(smallest["p_bh"]) <= float(smallest["p_holm"])
+    rb = rows(report / "tables" / "response_bias.csv")
+    assert all(float(r["p_holm"]) >= float(r["p"]) for r in rb)
+
+
+def test_leaderboard_exports(report: Path) -> None:
+    table = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
+    for model in ("alpha", "beta"):
+        folder = report / "leaderboard" / model
+        results = json.loads((folder / "results.json").read_text())
+        assert set(results) >= {"results", "versions", "n-samples", "config", "higher_is_better"}
+        entry = results["results"]["biasmonkey_acquiescence"]
+        assert entry["delta,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["delta"]))
+        assert entry["delta_p_holm,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["p_holm"]))
+        assert results["n-samples"]["biasmonkey_acquiescence"] == {"original": LIMIT, "effective": LIMIT}
+        assert results["higher_is_better"]["biasmonkey_acquiescence"]["delta"] is True
+        assert results["higher_is_better"]["biasmonkey_acquiescence_key_typo"]["delta"] is False
+        assert "score,none" in results["results"]["biasmonkey_human_likeness"]
+        (hf,) = yaml.safe_load((folder / ".eval_results" / "biasmonkey_odd_even.yaml").read_text())
+        assert hf["dataset"]["task_id"] == "biasmonkey_odd_even" and hf["dataset"]["id"]
+        assert hf["value"] == pytest.approx(float(table[model, "odd_even", "bias"]["delta"]), abs=1e-6)
+        assert "human-like" in hf["notes"]
+    (yn,) = yaml.safe_load((report / "leaderboard" / "alpha" / ".eval_results" / "biasmonkey_yesno_comps.yaml").read_text())
+    assert "0 is unbiased" in yn["notes"]
+
+
+# ---------------------------------------------------------------------------- errors
+
+
+def report_error(args: list[str], capsys: pytest.CaptureFixture) -> str:
+    assert main(["report", *args]) == 2
+    return capsys.readouterr().err
+
+
+def test_nothing_found_names_the_path(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    (tmp_path / "empty").mkdir()
+    assert f"{tmp_path / 'empty'}: no biasmonkey outputs" in report_error([str(tmp_path / "empty"), "--out", str(tmp_path / "r")], capsys)
+    assert "no such file or folder" in report_error([str(tmp_path / "missing"), "--out", str(tmp_path / "r")], capsys)
+
+
+def test_a_corrupt_samples_file_names_the_file(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    copy = tmp_path / "copy"
+    shutil.copytree(runs["lm_eval"], copy)
+    (samples,) = copy.rglob("samples_biasmonkey_odd_even_*.jsonl")
+    samples.write_text(samples.read_text()[:500])  # a truncated line
+    err = report_error([str(copy), "--out", str(tmp_path / "r")], capsys)
+    assert str(samples) in err and "line 1" in err
+
+
+def test_a_corrupt_inspect_log_names_the_file(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    bad = tmp_path / "logs" / "2026-01-01T00-00-00+00-00_acquiescence_x.eval"
+    bad.parent.mkdir()
+    bad.write_bytes(next(runs["inspect"].glob("*.eval")).read_bytes()[:300])
+    assert f"{bad}: not a readable Inspect log" in report_error([str(bad.parent), "--out", str(tmp_path / "r")], capsys)
+
+
+def test_the_same_task_of_one_model_twice_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    copy = tmp_path / "again"
+    shutil.copytree(runs["lm_eval"], copy)
+    err = report_error([str(runs["lm_eval"]), str(copy), "--out", str(tmp_path / "r")], capsys)
+    assert "found twice" in err and str(copy) in err and "(lm-eval)" in err
+
+
+def test_two_models_with_one_name_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    err = report_error([str(runs["lm_eval"]), str(runs["inspect"]), "--out", str(tmp_path / "r"),
+                        "--name", f"{runs['alpha']}=same", "--name", "beta=same"], capsys)
+    assert "both have the short name 'same'" in err and "--name" in err
+
+
+def test_a_single_json_inspect_log(runs: dict[str, Path], tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    (log,) = [p for p in runs["inspect"].glob("*.eval") if read_eval_log(str(p), header_only=True).eval.task == "biasmonkey/odd_even"]
+    single = tmp_path / "odd_even.json"
+    write_eval_log(read_eval_log(str(log)), str(single))
+    assert main(["report", str(single), "--out", str(tmp_path / "r")]) == 0
+    (row,) = rows(tmp_path / "r" / "tables" / "response_bias.csv")
+    deltas = [r.delta for r in inspect_tasks.records_from_eval_log(log)]
+    assert (row["model"], row["bias"], float(row["delta"])) == ("beta", "odd_even", pytest.approx(np.mean(deltas)))
+
+
+def lm_eval_output_as(runs: dict[str, Path], model: Path, dest: Path, keep: str = "") -> Path:
+    """A copy of the lm-eval output whose results file names `model` (as if lm-eval had run it), with
+    only the samples files whose name contains `keep`."""
+    shutil.copytree(runs["lm_eval"], dest, ignore=shutil.ignore_patterns("report"))
+    (results_file,) = dest.rglob("results_*.json")
+    results = json.loads(results_file.read_text())
+    results["model_name"] = str(model)
+    results_file.write_text(json.dumps(results))
+    for samples in dest.rglob("samples_*.jsonl"):
+        if keep not in samples.name:
+            samples.unlink()
+    return dest
+
+
+def test_one_model_through_both_harnesses_is_one_model(runs: dict[str, Path], tmp_path: Path) -> None:
+    # lm-eval "--model hf pretrained=<beta>" and Inspect "hf/<beta>" name the same model.
+    lm_eval = lm_eval_output_as(runs, runs["beta"], tmp_path / "lm", keep="cognitive")
+    assert main(["report", str(lm_eval), str(runs["inspect"]), "--out", str(tmp_path / "r")]) == 0
+    inputs = {(r["model"], r["task"]): r["harness"] for r in rows(tmp_path / "r" / "tables" / "inputs.csv")}
+    assert inputs["beta", "biasmonkey_cognitive_hindsight_bias"] == "lm-eval"
+    assert inputs["beta", "biasmonkey_odd_even"] == "inspect"
+    assert {model for model, _ in inputs} == {"beta"}
+
+
+def test_the_same_task_from_both_harnesses_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    lm_eval = lm_eval_output_as(runs, runs["beta"], tmp_path / "lm", keep="odd_even")
+    err = report_error([str(lm_eval), str(runs["inspect"]), "--out", str(tmp_path / "r")], capsys)
+    assert "biasmonkey_odd_even of model" in err and "found twice" in err and "(lm-eval)" in err and "(inspect)" in err

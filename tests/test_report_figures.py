@@ -1,0 +1,113 @@
+"""The report's figures, rendered to PNG and checked by looking at their pixels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from matplotlib import colors
+from matplotlib.image import imread
+
+from biasmonkey.harness_ext.report import figures
+from biasmonkey.harness_ext.report.inputs import ModelResults
+from biasmonkey.harness_ext.report.tables import uncertainty_table
+from biasmonkey.tasks.response_bias.scoring import PairRecord
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def pixels(path: Path) -> np.ndarray:
+    """RGB array of a PNG, after checking it is one."""
+    assert path.read_bytes()[:8] == PNG_MAGIC
+    return imread(path)[..., :3]
+
+
+def count_colour(image: np.ndarray, colour: str, tol: float = 0.02) -> int:
+    return int(np.all(np.abs(image - np.array(colors.to_rgb(colour))) < tol, axis=-1).sum())
+
+
+def assert_non_trivial(image: np.ndarray, min_colours: int = 20) -> None:
+    height, width, _ = image.shape
+    assert height > 150 and width > 250
+    assert image.std() > 0.05  # not a blank page
+    assert len(np.unique(image.reshape(-1, 3), axis=0)) >= min_colours
+
+
+def rb_rows(cells: dict[tuple[str, str], tuple[float, float]]) -> pd.DataFrame:
+    return pd.DataFrame([{"model": "m", "bias": b, "setting": s, "delta": d, "p": p} for (b, s), (d, p) in cells.items()])
+
+
+def test_bias_grid_colours_significant_cells_and_hatches_the_others(tmp_path: Path) -> None:
+    significant = figures.bias_grid(rb_rows({
+        ("acquiescence", "bias"): (6.1, 1e-20), ("allow_forbid", "bias"): (-88.5, 1e-30), ("response_order", "key_typo"): (-3.9, 1e-5),
+    }), "m", tmp_path / "significant.png")
+    hatched = figures.bias_grid(rb_rows({
+        ("acquiescence", "bias"): (0.5, 0.6), ("allow_forbid", "bias"): (-0.2, 0.9), ("response_order", "key_typo"): (0.1, 0.3),
+    }), "m", tmp_path / "hatched.png")
+    sig, hat = pixels(significant), pixels(hatched)
+    assert_non_trivial(sig)
+    assert_non_trivial(hat)
+    # Legend swatches alone hold a few hundred pixels of each colour; a filled cell holds thousands.
+    legend_positive, legend_negative = count_colour(hat, figures.POSITIVE), count_colour(hat, figures.NEGATIVE)
+    assert legend_positive < 500 and legend_negative < 500
+    assert count_colour(sig, figures.POSITIVE) > legend_positive + 3000  # one positive cell
+    assert count_colour(sig, figures.NEGATIVE) > legend_negative + 2 * 3000  # two negative cells
+    # Hatching: grey hatch lines fill the non-significant cells (both figures share the grey of the
+    # legend swatch, the "–" of absent cells and anti-aliased text): three hatched cells add > 1,500 grey pixels.
+    assert count_colour(hat, figures.HATCH_EDGE, tol=0.08) > count_colour(sig, figures.HATCH_EDGE, tol=0.08) + 1500
+    # Absent cells are light grey, and there are 17 of them in both.
+    assert count_colour(sig, figures.MISSING) > 17 * 3000
+
+
+def records(bias: str, deltas: list[float], entropies: list[float]) -> list[PairRecord]:
+    return [PairRecord(key=f"K{i}", bias=bias, setting="bias", p_q=None, p_qp=None, delta=d, uncertainty_q=u, uncertainty_qp=u)
+            for i, (d, u) in enumerate(zip(deltas, entropies))]
+
+
+def test_uncertainty_scatter(tmp_path: Path) -> None:
+    models = []
+    for name, scale in (("a", 1.0), ("b", -2.0)):
+        m = ModelResults(name=name, model=name)
+        m.records["response_bias"]["biasmonkey_acquiescence"] = records("acquiescence", [scale * x for x in (1, 3, 2, 4, 7)], [0.1, 0.2, 0.3, 0.4, 0.9])
+        m.records["response_bias"]["biasmonkey_odd_even"] = records("odd_even", [5, 1, 4, 2, 3], [0.5, 0.6, 0.2, 0.3, 0.8])
+        models.append(m)
+    image = pixels(figures.uncertainty_scatter(models, uncertainty_table(models), tmp_path / "scatter.png"))
+    assert_non_trivial(image)
+    assert image.shape[1] > 600  # two panels side by side
+
+
+def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
+    topics = pd.DataFrame([
+        {"model": m, "bias": b, "topic": t, "delta": d, "delta_stderr": 0.5}
+        for m, sign in (("a", 1), ("b", -1)) for b in ("acquiescence", "odd_even") for t, d in (("Science and technology", 3.0), ("National / political issues", 5.0))
+        for d in [sign * d]
+    ])
+    assert_non_trivial(pixels(figures.topic_bars(topics, tmp_path / "topics.png")))
+    yesno = pd.DataFrame([
+        {"model": m, "task": "yesno_comps", "correction": c, "bias": b, "accuracy": a}
+        for m in ("a", "b") for c, b, a in (("base", -0.9, 0.5), ("generic", -0.95, 0.51), ("specific", 0.02, 0.55))
+    ])
+    assert_non_trivial(pixels(figures.yesno_bars(yesno, tmp_path / "yesno.png")))
+    cognitive = pd.DataFrame([{"model": m, "bias": b, "score": s} for m, scores in (("a", (0.8, -0.5, 0.1)), ("b", (0.7, -0.4, 0.0)), ("c", (-0.6, 0.5, 0.3)))
+                              for b, s in zip(("anchoring", "framing", "halo_effect"), scores)])
+    heat = pixels(figures.cognitive_heatmap(cognitive, tmp_path / "heat.png"))
+    assert_non_trivial(heat, min_colours=50)
+    tree = figures.model_dendrogram(cognitive, tmp_path / "tree.png")
+    assert tree is not None
+    assert_non_trivial(pixels(tree), min_colours=10)
+
+
+def test_no_dendrogram_below_three_models(tmp_path: Path) -> None:
+    two = pd.DataFrame([{"model": m, "bias": "anchoring", "score": s} for m, s in (("a", 0.1), ("b", 0.2))])
+    assert figures.model_dendrogram(two, tmp_path / "tree.png") is None
+    assert not (tmp_path / "tree.png").exists()
+
+
+@pytest.mark.parametrize("n_models", [1, 3])
+def test_grid_size_does_not_depend_on_the_data(tmp_path: Path, n_models: int) -> None:
+    rows = rb_rows({("odd_even", s): (1.0 * n_models, 0.01) for s in ("bias", "key_typo", "middle_random", "letter_swap")})
+    image = pixels(figures.bias_grid(rows, "m", tmp_path / "g.png"))
+    assert 250 < image.shape[0] < 500 and 500 < image.shape[1] < 800  # small enough for a README (< 150 kB at this size)
+    assert (tmp_path / "g.png").stat().st_size < 150_000

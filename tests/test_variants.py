@@ -1,0 +1,256 @@
+"""Variants: the alternative acquiescence wording as its own task, several seeded perturbation
+draws in one run (per-draw metrics, the draw-variation report line), and generation templates
+in both harnesses (lm-eval on the tiny model; Inspect replaying its outputs through mockllm)."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+import yaml
+from inspect_ai import eval as inspect_eval
+from test_inspect import metrics, output, scripted
+from test_lm_eval_e2e import REPO, metric, run_lm_eval
+
+from biasmonkey.harness_ext.inspect_tasks import TASKS, VARIANT_TASKS, pair_samples, records_from_eval_log
+from biasmonkey.harness_ext.lm_eval_tasks import pair_record, records_from_samples_file
+from biasmonkey.metrics import draw_variation, summarize_deltas
+from biasmonkey.tasks.response_bias.options import RunOptions, parse_seeds
+from biasmonkey.tasks.response_bias.pairs import build_pairs
+from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_weights
+
+pytestmark = pytest.mark.usefixtures("data_dir")
+SAMPLE_RUN = {"mode": "sample", "n_samples": 3, "template": "extended", "perturbation_seeds": [1, 2]}
+SAMPLE_TASKS = ("odd_even_letter_swap",)
+
+
+# ---------------------------------------------------------------------------- options and pairs
+
+
+@pytest.mark.parametrize("value", ["1,2,3", "[1, 2, 3]", " 1 2 3 ", [1, 2, 3], (1, 2, 3)])
+def test_perturbation_seeds_are_read_from_text_or_lists(value) -> None:
+    assert parse_seeds(value) == (1, 2, 3)
+    assert parse_seeds(5) == (5,) and parse_seeds(None) is None
+
+
+@pytest.mark.parametrize("value", ["1,1", "one", "", [1.5], [True]])
+def test_bad_perturbation_seeds_are_errors_naming_the_option(value) -> None:
+    with pytest.raises(ValueError, match="option perturbation_seeds=.* must be a list of distinct integers"):
+        RunOptions(perturbation_seeds=value)
+
+
+def test_one_seed_and_a_list_of_seeds_exclude_each_other() -> None:
+    with pytest.raises(ValueError, match="perturbation_seed=4 and perturbation_seeds=\\[1, 2\\] exclude each other"):
+        RunOptions.from_mapping({"perturbation_seed": 4, "perturbation_seeds": "1,2"})
+
+
+def test_a_perturbation_task_holds_every_draw_and_bias_tasks_ignore_seeds() -> None:
+    opts = RunOptions(perturbation_seeds=(3, 1))
+    pairs = opts.task_pairs("opinion_float", "key_typo")
+    assert len(pairs) == 2 * 126
+    # question by question, the draws in the given order; each draw is the single-seed draw
+    assert [(p["key"], p["perturbation_seed"]) for p in pairs[:4]] == [
+        (pairs[0]["key"], 3), (pairs[0]["key"], 1), (pairs[2]["key"], 3), (pairs[2]["key"], 1)
+    ]
+    for seed in (3, 1):
+        single = build_pairs("opinion_float", "key_typo", perturbation_seed=seed)
+        assert [p["qp"] for p in pairs if p["perturbation_seed"] == seed] == [p["qp"] for p in single]
+    assert pairs[0]["qp"] != pairs[1]["qp"]
+    bias_pairs = opts.task_pairs("opinion_float", "bias")
+    assert len(bias_pairs) == 126 and {p["perturbation_seed"] for p in bias_pairs} == {None}
+    # Inspect ids carry the draw; a single seed keeps the plain key (as before)
+    samples = pair_samples(opts, "opinion_float", "key_typo")
+    assert samples[0].id == f"{pairs[0]['key']}#s3" and len({s.id for s in samples}) == 252
+    assert pair_samples(RunOptions(perturbation_seed=3), "opinion_float", "key_typo")[0].id == pairs[0]["key"]
+
+
+# ---------------------------------------------------------------------------- the reword task
+
+
+def test_reword_task_is_tagged_but_outside_the_main_group() -> None:
+    tasks_dir = REPO / "tasks" / "response_bias"
+    config = yaml.safe_load((tasks_dir / "acquiescence_reword.yaml").read_text())
+    assert config["task"] == "biasmonkey_acquiescence_reword"
+    assert config["dataset_kwargs"] == {"bias": "acquiescence", "setting": "bias", "reword": True}
+    assert config["tag"] == ["biasmonkey-response_bias-variants"]
+    group = yaml.safe_load((tasks_dir / "_biasmonkey_group.yaml").read_text())
+    assert "biasmonkey_acquiescence_reword" not in group["task"] and len(group["task"]) == 20
+    assert "acquiescence_reword" not in TASKS and set(VARIANT_TASKS) == {"acquiescence_reword"}
+    reword = VARIANT_TASKS["acquiescence_reword"]().dataset
+    assert reword.name == "acquiescence_reword" and len(reword) == 176
+    assert {s.metadata["source"] for s in reword} == {"prompts/acquiescence_reword.csv"}
+    plain = {s.id: s for s in TASKS["acquiescence"]().dataset}
+    assert all(s.metadata["q"] == plain[s.id].metadata["q"] for s in reword)  # same q, reworded q'
+    assert sum(s.metadata["qp"] != plain[s.id].metadata["qp"] for s in reword) > 100
+
+
+# ---------------------------------------------------------------------------- draw variation
+
+
+def test_draw_variation_gives_each_draw_and_the_spread() -> None:
+    def rec(key: str, seed: int | None, delta: float | None, setting: str = "key_typo") -> PairRecord:
+        return PairRecord(key, "acquiescence", setting, None, None, delta, None, None, perturbation_seed=seed)
+
+    records = [
+        rec("a", 1, 1.0), rec("b", 1, 2.0), rec("c", 1, 6.0),
+        rec("a", 2, -1.0), rec("b", 2, 0.0), rec("c", 2, None),  # c has no Δ in draw 2
+        rec("a", 3, 4.0), rec("b", 3, 5.0), rec("c", 3, 6.0),
+        rec("a", None, 9.0, setting="bias"),  # not a draw: skipped
+    ]
+    (v,) = draw_variation(records)
+    assert (v.bias, v.setting, list(v.draws)) == ("acquiescence", "key_typo", [1, 2, 3])
+    # draw 1: mean 3, SD sqrt(((−2)² + (−1)² + 3²)/2) = sqrt(7), stderr sqrt(7/3), t = 3/sqrt(7/3) = 1.9640
+    #   on 2 df: p = 1 − t/sqrt(t² + 2) = 0.1885
+    t1 = 3 / math.sqrt(7 / 3)
+    assert v.draws[1].mean == pytest.approx(3.0) and v.draws[1].p == pytest.approx(1 - t1 / math.sqrt(t1**2 + 2))
+    # draw 2: n 2, mean −0.5, stderr 0.5, t −1 on 1 df: p = 1 − (2/π)·atan(1) = 0.5
+    assert v.draws[2].n == 2 and v.draws[2].p == pytest.approx(0.5)
+    # draw 3: mean 5, SD 1, stderr 1/sqrt(3), t = 5·sqrt(3) = 8.660 on 2 df: p = 1 − t/sqrt(t² + 2) = 0.01307
+    t3 = 5 * math.sqrt(3)
+    assert v.draws[3].p == pytest.approx(1 - t3 / math.sqrt(t3**2 + 2))
+    # draw means 3, −0.5, 5: range 5.5; SD sqrt(((0.5)² + (−3)² + 2.5²)/2) = sqrt(7.75)
+    assert v.delta_range == pytest.approx(5.5) and v.delta_sd == pytest.approx(math.sqrt(7.75))
+    assert (v.n_significant, v.n_significant_positive, v.n_significant_negative) == (1, 1, 0)
+    # pooled per question: a (1 − 1 + 4)/3 = 4/3, b (2 + 0 + 5)/3 = 7/3, c (6 + 6)/2 = 6 → mean 29/9
+    assert v.pooled.n == 3 and v.pooled.mean == pytest.approx(29 / 9)
+    line = v.report_line()
+    assert line.startswith("acquiescence/key_typo: Δ per draw s1 3.00 (p 0.188), s2 -0.50 (p 0.5), s3 5.00 (p 0.0131)")
+    assert "range 5.50, SD 2.78; significant in 1/3 draws (1+, 0−); pooled 3.22 (p " in line
+    with pytest.raises(ValueError, match="pair a appears twice in draw 1"):
+        draw_variation([rec("a", 1, 1.0), rec("a", 1, 2.0)])
+
+
+# ---------------------------------------------------------------------------- harness runs
+
+
+def test_inspect_reports_every_draw(tmp_path: Path) -> None:
+    opts = RunOptions(perturbation_seeds=(1, 2))
+    samples = pair_samples(opts, "acquiescence", "key_typo")[:4]  # 2 questions × 2 draws
+    q = {s.input for s in samples}
+    qp = [s.metadata["qp_prompt"] for s in samples]
+    assert len(q) == 2 and len(set(qp)) == 4 and not q & set(qp)
+    # acquiescence Δ = 100(q'[a] − q[a]) with q = [.5, .5]: q' A shares .6, .8 (question 1, draws
+    # 1, 2) and .7, .95 (question 2) → Δ 10, 30, 20, 45
+    shares = dict(zip(qp, (.6, .8, .7, .95)))
+    script = {prompt: (lambda a=a: output("A", [(" A", a), (" B", 1 - a)])) for prompt, a in shares.items()}
+    script.update({prompt: lambda: output("A", [(" A", .5), (" B", .5)]) for prompt in q})
+    (log,) = inspect_eval("biasmonkey/acquiescence_key_typo", model=scripted(script), limit=4,
+                          task_args={"perturbation_seeds": "1,2"}, log_dir=str(tmp_path), display="none")
+    assert log.status == "success", log.error
+    m = metrics(log)
+    # draw 1: Δ 10, 20 → mean 15, stderr 5, t 3 on 1 df → p = 1 − (2/π)·atan(3); draw 2: Δ 30, 45 → 37.5
+    assert m["delta_s1"] == pytest.approx(15) and m["delta_s1_stderr"] == pytest.approx(5)
+    assert m["delta_s1_t"] == pytest.approx(3) and m["delta_s1_p"] == pytest.approx(1 - 2 / math.pi * math.atan(3))
+    assert m["delta_s2"] == pytest.approx(37.5) and m["n_pairs_s2"] == 2
+    assert m["delta"] == pytest.approx((10 + 20 + 30 + 45) / 4) and m["n_pairs"] == 4  # pooled pairs
+    records = records_from_eval_log(log.location)
+    assert [r.perturbation_seed for r in records] == [1, 2, 1, 2]
+    (v,) = draw_variation(records)
+    assert v.delta_range == pytest.approx(22.5)
+
+
+@pytest.fixture(scope="module")
+def exact_seed_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Exact mode: the reword task and 3 draws of a perturbation (2 questions each)."""
+    return run_lm_eval(
+        tiny_model, tmp_path_factory.mktemp("exact") / "out",
+        "biasmonkey_acquiescence_reword,biasmonkey_acquiescence_key_typo",
+        "--limit", "6", "--metadata", '{"perturbation_seeds": [1, 2, 3]}',
+    )
+
+
+def test_lm_eval_reports_every_draw_besides_the_pooled_numbers(exact_seed_run) -> None:
+    results, samples = exact_seed_run
+    task = results["results"]["biasmonkey_acquiescence_key_typo"]
+    records = records_from_samples_file(samples["biasmonkey_acquiescence_key_typo"])
+    assert [r.perturbation_seed for r in records] == [1, 2, 3, 1, 2, 3]
+    assert len({r.key for r in records}) == 2
+    by_seed = defaultdict(list)
+    for r in records:
+        by_seed[r.perturbation_seed].append(r.delta)
+    for seed, deltas in by_seed.items():
+        expected = summarize_deltas(deltas)
+        assert metric(task, f"n_pairs_s{seed}") == 2
+        for suffix, value in [("", expected.mean), ("_stderr", expected.stderr), ("_t", expected.t),
+                              ("_p", expected.p), ("_ci_low", expected.ci_low), ("_ci_high", expected.ci_high)]:
+            assert metric(task, f"delta_s{seed}{suffix}") == pytest.approx(value, rel=1e-9), (seed, suffix)
+    pooled = summarize_deltas([r.delta for r in records])
+    assert metric(task, "n_pairs") == 6 and metric(task, "delta_p") == pytest.approx(pooled.p, rel=1e-9)
+    # the reword task: the reworded q' of the first 6 questions, no draws, no per-draw metrics
+    reword = records_from_samples_file(samples["biasmonkey_acquiescence_reword"])
+    docs = [json.loads(line)["doc"] for line in samples["biasmonkey_acquiescence_reword"].read_text().splitlines()]
+    assert [d["qp"] for d in docs] == [p["qp"] for p in build_pairs("acquiescence", "bias", reword=True)[:6]]
+    assert {r.perturbation_seed for r in reword} == {None}
+    assert not any(re.match(r"(delta|n_pairs)_s\d", k) for k in results["results"]["biasmonkey_acquiescence_reword"])
+
+
+@pytest.fixture(scope="module")
+def generation_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
+    """Sample mode with the extended-generation template: 2 draws of a perturbation (2 questions)."""
+    return run_lm_eval(
+        tiny_model, tmp_path_factory.mktemp("gen") / "out", ",".join(f"biasmonkey_{t}" for t in SAMPLE_TASKS),
+        "--limit", "4", "--metadata", json.dumps(SAMPLE_RUN),
+    )
+
+
+def test_lm_eval_sends_the_templates_generation_requests(generation_run) -> None:
+    results, samples = generation_run
+    for task in SAMPLE_TASKS:
+        for line in samples[f"biasmonkey_{task}"].read_text().splitlines():
+            sample = json.loads(line)
+            (q_args, qp_args) = [a for a in sample["arguments"].values()][:2]
+            assert q_args["arg_0"].startswith("Reply to the question below in this format:")
+            kwargs = q_args["arg_1"]
+            assert kwargs["max_gen_toks"] == 50 and "\n" not in kwargs["until"] and kwargs["do_sample"] is True
+            assert [len(side) for side in sample["filtered_resps"]] == [3, 3]
+
+
+def test_generation_outputs_give_identical_records_in_inspect(generation_run, tmp_path: Path) -> None:
+    """Inspect's mockllm replays each prompt's lm-eval outputs; the shared parser must give the same records."""
+    _, samples = generation_run
+    for task in SAMPLE_TASKS:
+        logged = [json.loads(line) for line in samples[f"biasmonkey_{task}"].read_text().splitlines()]
+        lm_records = records_from_samples_file(samples[f"biasmonkey_{task}"])
+        assert sum(r.n_answers for r in lm_records) == len(logged) * 6
+        for seed in (1, 2):
+            # one Inspect run per draw (a question's q prompt is the same in every draw)
+            draw = [s for s in logged if s["doc"]["perturbation_seed"] == seed]
+            outputs = {}
+            for s in draw:
+                (q_args, qp_args) = list(s["arguments"].values())[:2]
+                for prompt, answers in zip((q_args["arg_0"], qp_args["arg_0"]), s["filtered_resps"]):
+                    outputs[prompt] = iter(answers)
+            model = scripted({p: (lambda it=it: output(next(it))) for p, it in outputs.items()})
+            args = {**SAMPLE_RUN, "perturbation_seeds": None, "perturbation_seed": seed}
+            (log,) = inspect_eval(f"biasmonkey/{task}", model=model, limit=len(draw), task_args=args,
+                                  log_dir=str(tmp_path / task / str(seed)), display="none")
+            assert log.status == "success", log.error
+            theirs = {r.key: r for r in lm_records if r.perturbation_seed == seed}
+            ours = records_from_eval_log(log.location)
+            assert {r.key for r in ours} == set(theirs)
+            for rec in ours:
+                assert rec == theirs[rec.key], rec.key
+
+
+def test_scripted_generation_outputs_count_the_same_in_both_adapters(tmp_path: Path) -> None:
+    """Hand-made extended-template outputs: valid, invalid and unoffered answers."""
+    (sample,) = pair_samples(RunOptions(mode="sample", template="extended"), "acquiescence", "bias")[:1]
+    q_out = [" A\nReason: safer", "\nAnswer: B", " A.", "I would say A"]
+    qp_out = [" A - agree", " C\nReason: none", " (a)", " B\nReason: no"]
+    answers = {sample.input: iter(q_out), sample.metadata["qp_prompt"]: iter(qp_out)}
+    model = scripted({p: (lambda it=it: output(next(it))) for p, it in answers.items()})
+    (log,) = inspect_eval("biasmonkey/acquiescence", model=model, limit=1, log_dir=str(tmp_path), display="none",
+                          task_args={"mode": "sample", "n_samples": 4, "template": "extended"})
+    m = metrics(log)
+    # q: A 2, B 1, 1 invalid → [2/3, 1/3]; q': A 2, B 1, C not offered → [2/3, 1/3]; Δ = 100(2/3 − 2/3) = 0
+    # invalid: 2 of 8
+    assert m["delta"] == pytest.approx(0.0, abs=1e-9) and m["invalid_rate"] == pytest.approx(0.25)
+    (inspect_record,) = records_from_eval_log(log.location)
+    lm_eval_record = pair_record(sample.metadata, [q_out, qp_out], "sample")
+    assert inspect_record == lm_eval_record
+    assert sample_counts(sample.metadata, q_out, qp_out) == ([2, 1], [2, 1], 8, 2)
+    assert score_weights(sample.metadata, [2, 1], [2, 1], 8, 2) == lm_eval_record
