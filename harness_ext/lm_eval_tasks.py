@@ -20,10 +20,9 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from biasmonkey.metrics import DeltaSummary, summarize_deltas
+from biasmonkey.metrics import PERTURBATIONS, DeltaSummary, summarize_deltas
 from biasmonkey.metrics.virtual_sampling import pair_virtual_values
 from biasmonkey.tasks.response_bias.options import RunOptions
-from biasmonkey.metrics import PERTURBATIONS
 from biasmonkey.tasks.response_bias.prompts import ANSWER_SPELLINGS, answer_continuations, render_prompt
 from biasmonkey.tasks.response_bias.templates import get_template
 from biasmonkey.tasks.response_bias.scoring import PairRecord, option_logprobs, score_exact, score_samples
