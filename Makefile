@@ -5,8 +5,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= results
 STAMP := $(VENV)/.biasmonkey-installed
+# llama.cpp's OpenAI-compatible server, for the served-model tests (tests/test_served.py). It
+# installs from source (cmake: about 8 min on 2 idle cores); the wheel is cached and reused.
+LLAMA_CPP_VERSION := 0.3.36
+WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/biasmonkey-wheels
+SERVER_STAMP := $(VENV)/.llama-cpp-installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup server run test lint bench clean
 
 setup: $(STAMP)
 
@@ -27,8 +32,24 @@ $(STAMP): pyproject.toml
 run: $(STAMP)
 	$(BIN)/biasmonkey run --output $(OUT)
 
-test: $(STAMP)
-	$(BIN)/python -m pytest
+server: $(SERVER_STAMP)
+
+$(SERVER_STAMP): $(STAMP)
+	@ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  echo "Building llama-cpp-python $(LLAMA_CPP_VERSION) (once; cached in $(WHEEL_CACHE))"; \
+	  CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(BIN)/python -m pip wheel --quiet --no-deps \
+	    llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(WHEEL_CACHE); }
+	$(BIN)/python -m pip install --quiet --find-links $(WHEEL_CACHE) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"
+	touch $@
+
+# The served-model tests must run here, not skip: the server is installed first.
+test: lint server
+	BIASMONKEY_REQUIRE_SERVER=1 $(BIN)/python -m pytest -n auto --dist loadfile
+
+# Style (ruff, configured in pyproject.toml): lint and formatting, checked before the tests.
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 
 # Benchmark (not part of the tests): full exact suite cost vs a plain batched forward.
 bench: $(STAMP)

@@ -49,8 +49,13 @@ def response_schema(keys: tuple[str, ...]) -> Any:
     )
 
 
-def inspect_asker(model: Any, temperature: float | None = DEFAULT_TEMPERATURE, max_tokens: int = DEFAULT_MAX_TOKENS,
-                  structured: bool = True, model_args: Mapping[str, Any] | None = None) -> Ask:
+def inspect_asker(
+    model: Any,
+    temperature: float | None = DEFAULT_TEMPERATURE,
+    max_tokens: int = DEFAULT_MAX_TOKENS,
+    structured: bool = True,
+    model_args: Mapping[str, Any] | None = None,
+) -> Ask:
     """An `ask` for the generation core from an Inspect model or model name. Each request's seed
     is passed as `GenerateConfig.seed` (providers without per-call seeds ignore it)."""
     from inspect_ai.model import GenerateConfig, get_model
@@ -59,7 +64,9 @@ def inspect_asker(model: Any, temperature: float | None = DEFAULT_TEMPERATURE, m
 
     async def ask(request: Request) -> str:
         config = GenerateConfig(
-            temperature=temperature, max_tokens=max_tokens, seed=request.seed,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            seed=request.seed,
             response_schema=response_schema(request.keys) if structured else None,
         )
         output = await generator.generate(request.prompt, config=config)
@@ -81,18 +88,41 @@ def _model_arg(text: str) -> tuple[str, Any]:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from biasmonkey.tasks.cognitive.generation.generate import generate_tests, output_paths, read_scenarios, report_markdown
+    from biasmonkey.tasks.cognitive.generation.generate import (
+        generate_tests,
+        output_paths,
+        read_scenarios,
+        report_markdown,
+    )
     from biasmonkey.tasks.cognitive.generation.template import load_templates
 
     biases = [b.strip() for b in args.biases.split(",") if b.strip()] if args.biases else None
-    templates = load_templates(args.templates or [default_templates_dir()], biases)
+    sources = args.templates or [default_templates_dir()]
+    templates = load_templates(sources, biases)
+    if args.template_variant is not None:
+        offered = sorted({v for t in templates.values() for v in t.variants})
+        if args.template_variant not in offered:
+            raise ValueError(
+                f"--template-variant: unknown variant {args.template_variant!r}; "
+                f"the templates given offer: {', '.join(offered) or 'none'}"
+            )
+        templates = load_templates(sources, biases, variant=args.template_variant)
     scenarios = read_scenarios(args.scenarios)[: args.limit_scenarios]
-    ask = inspect_asker(args.model, args.temperature, args.max_tokens, not args.no_structured_output,
-                        dict(args.model_arg))
-    report = asyncio.run(generate_tests(
-        templates, scenarios, ask, args.out, per_scenario=args.per_scenario, seed=args.seed,
-        max_retries=args.max_retries, concurrency=args.concurrency,
-    ))
+    ask = inspect_asker(
+        args.model, args.temperature, args.max_tokens, not args.no_structured_output, dict(args.model_arg)
+    )
+    report = asyncio.run(
+        generate_tests(
+            templates,
+            scenarios,
+            ask,
+            args.out,
+            per_scenario=args.per_scenario,
+            seed=args.seed,
+            max_retries=args.max_retries,
+            concurrency=args.concurrency,
+        )
+    )
     paths = output_paths(args.out)
     print(report_markdown(report))
     print(f"Tests: {args.out}\nReports: {paths['report_md']}, {paths['diversity_md']} (and .json)")
@@ -102,25 +132,60 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 def add_subcommand(subparsers: Any) -> None:
     """Register `generate` on the `biasmonkey` CLI's subparsers."""
-    p = subparsers.add_parser("generate", help="generate new cognitive-bias tests from templates, scenarios and a model")
-    p.add_argument("--templates", nargs="+", metavar="DIR_OR_FILE",
-                   help="template files or folders of *.yml (default: the installed templates of the 30 biases)")
-    p.add_argument("--scenarios", required=True,
-                   help=f"text file, one scenario per line; '{PUBLISHED_SCENARIOS}' = the paper's 200 scenarios")
+    p = subparsers.add_parser(
+        "generate", help="generate new cognitive-bias tests from templates, scenarios and a model"
+    )
+    p.add_argument(
+        "--templates",
+        nargs="+",
+        metavar="DIR_OR_FILE",
+        help="template files or folders of *.yml (default: the installed templates of the 30 biases)",
+    )
+    p.add_argument(
+        "--scenarios",
+        required=True,
+        help=f"text file, one scenario per line; '{PUBLISHED_SCENARIOS}' = the paper's 200 scenarios",
+    )
     p.add_argument("--model", required=True, help="Inspect model, e.g. openai/gpt-4o, hf/<folder>, mockllm/model")
-    p.add_argument("-M", dest="model_arg", action="append", default=[], type=_model_arg, metavar="KEY=VALUE",
-                   help="model argument for get_model, e.g. -M device=cpu (repeatable)")
-    p.add_argument("--per-scenario", type=int, default=1, help="tests per bias and scenario, distinct seeds (default 1)")
+    p.add_argument(
+        "-M",
+        dest="model_arg",
+        action="append",
+        default=[],
+        type=_model_arg,
+        metavar="KEY=VALUE",
+        help="model argument for get_model, e.g. -M device=cpu (repeatable)",
+    )
+    p.add_argument(
+        "--per-scenario", type=int, default=1, help="tests per bias and scenario, distinct seeds (default 1)"
+    )
+    p.add_argument(
+        "--template-variant",
+        metavar="NAME",
+        help="apply this template variant where a template offers it, e.g. paper_text (anthropomorphism,"
+        " conservatism, stereotyping; see the templates' README); default: the default templates",
+    )
     p.add_argument("--biases", help="comma-separated biases (slugs or names; default: every template given)")
     p.add_argument("--out", required=True, help="output CSV; rerunning with the same file resumes it")
     p.add_argument("--seed", type=int, default=0, help="base seed of the tests' seeds (default 0)")
-    p.add_argument("--max-retries", type=int, default=DEFAULT_MAX_RETRIES,
-                   help=f"rejected replies allowed per test before it fails (default {DEFAULT_MAX_RETRIES})")
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=DEFAULT_MAX_RETRIES,
+        help=f"rejected replies allowed per test before it fails (default {DEFAULT_MAX_RETRIES})",
+    )
     p.add_argument("--limit-scenarios", type=int, help="use only the first N scenarios")
-    p.add_argument("--temperature", type=float, default=DEFAULT_TEMPERATURE,
-                   help=f"generator temperature (default {DEFAULT_TEMPERATURE}, as in the paper)")
+    p.add_argument(
+        "--temperature",
+        type=float,
+        default=DEFAULT_TEMPERATURE,
+        help=f"generator temperature (default {DEFAULT_TEMPERATURE}, as in the paper)",
+    )
     p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="most tokens per reply")
     p.add_argument("--concurrency", type=int, default=4, help="tests generated at the same time (default 4)")
-    p.add_argument("--no-structured-output", action="store_true",
-                   help="do not send a response schema (for providers that reject one)")
+    p.add_argument(
+        "--no-structured-output",
+        action="store_true",
+        help="do not send a response schema (for providers that reject one)",
+    )
     p.set_defaults(func=cmd_generate)

@@ -14,8 +14,9 @@ import json
 import shutil
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from biasmonkey.tasks.cache import cache_root
 
@@ -49,9 +50,7 @@ def gguf_path() -> Path:
         )
     path = Path(spec.origin).parent / GGUF_FILE
     if not path.is_file():
-        raise DefaultModelUnavailable(
-            f"{path} is missing; reinstall the package with:\n    {INSTALL_COMMAND}"
-        )
+        raise DefaultModelUnavailable(f"{path} is missing; reinstall the package with:\n    {INSTALL_COMMAND}")
     return path
 
 

@@ -56,7 +56,9 @@ def question_representativeness(
     if len(model) != len(human):
         raise ValueError(f"question {key}: the model has {len(model)} options, the human data {len(human)}")
     if any(not 0 <= i < len(model) for i in refusal_options):
-        raise ValueError(f"question {key}: refusal option positions {list(refusal_options)} outside 0..{len(model) - 1}")
+        raise ValueError(
+            f"question {key}: refusal option positions {list(refusal_options)} outside 0..{len(model) - 1}"
+        )
     m, model_refusal = _ordinal_shares(model, refusal_options, "the model", key)
     h, human_refusal = _ordinal_shares(human, refusal_options, "the human data", key)
     n = m.size

@@ -82,8 +82,7 @@ def pair_delta(
     for name, dist, targets in (("q", q, rule.control_targets), ("q'", qp, rule.treatment_targets)):
         if max(targets) >= len(dist):
             raise ValueError(
-                f"{bias}/{setting}: {name} has {len(dist)} options but Δ needs option "
-                f"{'abcde'[max(targets)]}"
+                f"{bias}/{setting}: {name} has {len(dist)} options but Δ needs option {'abcde'[max(targets)]}"
             )
     treated = qp[list(rule.treatment_targets)].sum()
     control = q[list(rule.control_targets)].sum()

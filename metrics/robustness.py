@@ -74,9 +74,7 @@ def draw_variation(records: Iterable[DrawRecord]) -> list[DrawVariation]:
 
 
 def _variation(bias: str, setting: str, draws: dict[int, dict[str, float | None]]) -> DrawVariation:
-    summaries = {
-        seed: summarize_deltas(d for d in draws[seed].values() if d is not None) for seed in sorted(draws)
-    }
+    summaries = {seed: summarize_deltas(d for d in draws[seed].values() if d is not None) for seed in sorted(draws)}
     means = np.array([s.mean for s in summaries.values()], dtype=float)
     significant = [s for s in summaries.values() if s.significant]
     per_question: dict[str, list[float]] = defaultdict(list)

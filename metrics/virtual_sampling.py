@@ -76,13 +76,17 @@ def virtual_counts(pair: VirtualPair, n: int, seed: int) -> tuple[np.ndarray, np
     """The n virtual answers per option of q and of q' (in the order each side offered them)."""
     if pair.p_q is None or pair.p_qp is None:
         raise ValueError(f"pair {pair.key}: virtual sampling needs both answer distributions (exact mode)")
-    return draw_counts(pair.p_q, n, seed, side_label(pair, "q")), draw_counts(pair.p_qp, n, seed, side_label(pair, "qp"))
+    return draw_counts(pair.p_q, n, seed, side_label(pair, "q")), draw_counts(
+        pair.p_qp, n, seed, side_label(pair, "qp")
+    )
 
 
 def virtual_delta(pair: VirtualPair, n: int, seed: int) -> float:
     """Δ of the pair computed from its virtual answer counts, as the paper computes it from samples."""
     q, qp = virtual_counts(pair, n, seed)
-    return pair_delta(pair.bias, pair.setting, distribution_from_counts(q), distribution_from_counts(qp), pair.qp_positions)
+    return pair_delta(
+        pair.bias, pair.setting, distribution_from_counts(q), distribution_from_counts(qp), pair.qp_positions
+    )
 
 
 def invalid_masses(pair: VirtualPair) -> tuple[float, float] | None:

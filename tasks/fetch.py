@@ -56,8 +56,7 @@ def fetch_pinned(local_path: str, cache_path: str, url: str, sha256: str, upstre
         path = Path(local_dir) / local_path
         if not path.is_file():
             raise DataError(
-                f"missing data file {path} ({DATA_DIR_ENV}={local_dir}); expected a copy of "
-                f"{url} ({upstream}) there"
+                f"missing data file {path} ({DATA_DIR_ENV}={local_dir}); expected a copy of {url} ({upstream}) there"
             )
         return verify(path, sha256, f"from {DATA_DIR_ENV}", upstream)
     path = cache_root() / "data" / cache_path

@@ -1,30 +1,199 @@
-"""Run options read from a harness's free-form settings (lm-eval `--metadata`, Inspect `-T`)."""
+"""Run options: one frozen dataclass per family, read from every place a user can set them.
+
+A family declares its options once, as dataclass fields made with `option(...)` (default, help,
+which harnesses use it, how to read it from text, the choices). From that one declaration come:
+
+- lm-eval's `--metadata` parsing (`from_mapping`: lm-eval merges the model arguments into the
+  metadata, so unknown keys are ignored, and a near miss of an option gets a did-you-mean warning);
+- the Inspect task signature (`inspect_parameters`: the `-T` parameters with their defaults);
+- the `biasmonkey run` flags (`add_cli_arguments` / `cli_metadata`).
+
+Values are checked by the dataclass's `__post_init__`, with the helpers below, so a bad value is
+an error naming the option wherever it was given.
+"""
 
 from __future__ import annotations
 
+import argparse
+import dataclasses
 import difflib
+import inspect
 import logging
-from collections.abc import Mapping
-from dataclasses import fields
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
 log = logging.getLogger(__name__)
-T = TypeVar("T", bound="OptionsFromMapping")
+T = TypeVar("T", bound="Options")
+
+ALL_HARNESSES = ("lm_eval", "inspect")
+_NO_DEFAULT = object()
 
 
-class OptionsFromMapping:
-    """Mixin for a dataclass of run options: build it from a larger mapping.
+def option(
+    default: Any,
+    help: str,
+    *,
+    harnesses: Sequence[str] = ALL_HARNESSES,
+    parse: Callable[[str], Any] | None = None,
+    choices: Sequence[Any] | None = None,
+    inspect_default: Any = _NO_DEFAULT,
+) -> Any:
+    """A run option: a dataclass field with what the readers need to know of it.
 
-    lm-eval merges `--metadata` with the model arguments, so keys that are not options are
-    ignored, but one that looks like a misspelt option is warned about. Values are validated
-    by the dataclass itself (`__post_init__`).
-    """
+    parse: how the command line's text becomes a value (default: by the type of `default`);
+    inspect_default: the default of the Inspect `-T` parameter where it differs."""
+    meta = {
+        "help": help,
+        "harnesses": tuple(harnesses),
+        "parse": parse,
+        "choices": choices,
+        "inspect_default": inspect_default,
+    }
+    return dataclasses.field(default=default, metadata=meta)
+
+
+def check_choice(name: str, value: Any, choices: Iterable[Any], problem: str = "is invalid") -> None:
+    choices = list(choices)
+    if value not in choices:
+        raise ValueError(f"option {name}={value!r} {problem}; use one of {', '.join(map(str, choices))}")
+
+
+def check_int(name: str, value: Any, minimum: int | None = None, optional: bool = False) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
+        kind = {None: "an integer", 0: "a non-negative integer", 1: "a positive integer"}.get(
+            minimum, f"an integer ≥ {minimum}"
+        )
+        raise ValueError(f"option {name}={value!r} must be {kind}")
+
+
+def check_bool(name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ValueError(f"option {name}={value!r} must be true or false")
+
+
+def check_text(name: str, value: Any, optional: bool = True) -> None:
+    if optional and value is None:
+        return
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"option {name}={value!r} must be a non-empty string")
+
+
+def parse_bool(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("true", "1", "yes"):
+        return True
+    if lowered in ("false", "0", "no"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+class Options:
+    """Base of a family's options dataclass (declare fields with `option(...)`)."""
 
     @classmethod
-    def from_mapping(cls: type[T], values: Mapping[str, Any] | None) -> T:
-        names = [f.name for f in fields(cls)]  # type: ignore[arg-type]
+    def option_fields(cls, harness: str | None = None) -> list[dataclasses.Field]:
+        found = dataclasses.fields(cls)  # type: ignore[arg-type]
+        return [f for f in found if harness is None or harness in f.metadata.get("harnesses", ALL_HARNESSES)]
+
+    @classmethod
+    def from_mapping(cls: type[T], values: Mapping[str, Any] | None, harness: str = "lm_eval") -> T:
+        """The options among `values` (other keys are ignored; a near miss is warned about).
+
+        An option of the other harness only is ignored with a warning saying so."""
+        names = [f.name for f in cls.option_fields()]
+        usable = {f.name for f in cls.option_fields(harness)}
         values = dict(values or {})
         for key in values:
-            if key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):
+            if key in names and key not in usable:
+                log.warning("biasmonkey: option %r does not apply to %s and is ignored", key, harness.replace("_", "-"))
+            elif key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):
                 log.warning("biasmonkey ignores the unknown option %r; did you mean %r?", key, close[0])
-        return cls(**{k: v for k, v in values.items() if k in names})
+        return cls(**{k: v for k, v in values.items() if k in usable})
+
+    def non_defaults(self) -> dict[str, Any]:
+        """The options set to something other than their default."""
+        return {f.name: getattr(self, f.name) for f in self.option_fields() if getattr(self, f.name) != f.default}
+
+    @classmethod
+    def inspect_parameters(cls) -> list[inspect.Parameter]:
+        """The Inspect `-T` parameters: every option Inspect uses, with its Inspect default."""
+        params = []
+        for f in cls.option_fields("inspect"):
+            default = f.metadata.get("inspect_default", _NO_DEFAULT)
+            params.append(
+                inspect.Parameter(
+                    f.name,
+                    inspect.Parameter.KEYWORD_ONLY,
+                    default=f.default if default is _NO_DEFAULT else default,
+                    annotation=f.type,
+                )
+            )
+        return params
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def _parser_for(f: dataclasses.Field) -> Callable[[str], Any]:
+    if f.metadata.get("parse") is not None:
+        return f.metadata["parse"]
+    if isinstance(f.default, bool):
+        return parse_bool
+    if isinstance(f.default, int):
+        return int
+    return str
+
+
+def add_cli_arguments(
+    parser: argparse.ArgumentParser, option_types: Sequence[type[Options]], harness: str = "lm_eval"
+) -> None:
+    """One flag per option of the given families (an option shared by several families, e.g.
+    `mode`, is one flag, as it is one `--metadata` key). Every flag defaults to None, so only
+    the options given on the command line are passed on, and each family keeps its defaults."""
+    seen: dict[str, list[str]] = {}
+    fields: dict[str, dataclasses.Field] = {}
+    for cls in option_types:
+        for f in cls.option_fields(harness):
+            fields.setdefault(f.name, f)
+            default = "" if f.default is None else f"; default {f.default!r}"
+            seen.setdefault(f.name, []).append(f"{f.metadata['help']}{default}")
+    for name, f in fields.items():
+        if isinstance(f.default, bool):  # --flag / --no-flag
+            parser.add_argument(
+                _flag(name),
+                dest=name,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=" | ".join(dict.fromkeys(seen[name])),
+            )
+            continue
+        choices = sorted(
+            {
+                c
+                for cls in option_types
+                for g in cls.option_fields(harness)
+                if g.name == name
+                for c in (g.metadata.get("choices") or ())
+            },
+            key=str,
+        )
+        parser.add_argument(
+            _flag(name),
+            dest=name,
+            type=_parser_for(f),
+            default=None,
+            metavar=None if choices else name.upper(),
+            choices=choices or None,
+            help=" | ".join(dict.fromkeys(seen[name])),
+        )
+
+
+def cli_metadata(
+    args: argparse.Namespace, option_types: Sequence[type[Options]], harness: str = "lm_eval"
+) -> dict[str, Any]:
+    """The options given on the command line, as a `--metadata` mapping."""
+    names = {f.name for cls in option_types for f in cls.option_fields(harness)}
+    return {name: getattr(args, name) for name in sorted(names) if getattr(args, name, None) is not None}

@@ -26,10 +26,11 @@ from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 from biasmonkey.harness_ext.cli import tasks_dir  # noqa: E402
-from biasmonkey.harness_ext.lm_eval_tasks import read_logged_pair  # noqa: E402
-from biasmonkey.harness_ext.summary import rows_in_suite_order, to_markdown  # noqa: E402
 from biasmonkey.harness_ext.default_model import ensure_default_model  # noqa: E402
+from biasmonkey.harness_ext.summary import to_markdown  # noqa: E402
 from biasmonkey.metrics import BIASES, PERTURBATIONS  # noqa: E402
+from biasmonkey.tasks.response_bias.codecs import from_lm_eval as read_logged_pair  # noqa: E402
+from biasmonkey.tasks.response_bias.summary import rows_in_suite_order  # noqa: E402
 
 ALL_TASKS = [f"biasmonkey_{b}" for b in BIASES] + [f"biasmonkey_{b}_{p}" for b in BIASES for p in PERTURBATIONS]
 
@@ -108,7 +109,9 @@ def main() -> None:
         "forward_calls": counter.calls,
     }
 
-    records = ([read_logged_pair(s["doc"], s["filtered_resps"]) for s in samples] for samples in results["samples"].values())
+    records = (
+        [read_logged_pair(s["doc"], s["filtered_resps"]) for s in samples] for samples in results["samples"].values()
+    )
     table = to_markdown(rows_in_suite_order(records), "Survey response biases: SmolLM2-135M-Instruct (exact mode)")
     (args.out / "summary.md").write_text(table)
 
@@ -123,7 +126,9 @@ def main() -> None:
     _, exact_seconds = evaluate(lm, subset, {"mode": "exact"}, limit=args.subset_limit)
     exact_sequences = counter.sequences
     counter.reset()
-    sampled, sample_seconds = evaluate(lm, subset, {"mode": "sample", "n_samples": args.n_samples}, limit=args.subset_limit)
+    sampled, sample_seconds = evaluate(
+        lm, subset, {"mode": "sample", "n_samples": args.n_samples}, limit=args.subset_limit
+    )
     sampling = {
         "tasks": subset,
         "pairs_per_task": args.subset_limit,

@@ -27,16 +27,19 @@ from bench_exact_mode import evaluate  # sets the offline environment before lm-
 from lm_eval.models.huggingface import HFLM
 
 from biasmonkey.harness_ext.default_model import ensure_default_model
-from biasmonkey.harness_ext.lm_eval_tasks import read_logged_pair
 from biasmonkey.metrics import DeltaSummary, summarize_deltas
 from biasmonkey.metrics.virtual_sampling import virtual_delta, virtual_statistics
+from biasmonkey.tasks.response_bias.codecs import from_lm_eval as read_logged_pair
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 TASKS = ["biasmonkey_acquiescence", "biasmonkey_response_order"]
 
 
 def task_records(results: dict) -> dict[str, list[PairRecord]]:
-    return {task: [read_logged_pair(s["doc"], s["filtered_resps"]) for s in samples] for task, samples in results["samples"].items()}
+    return {
+        task: [read_logged_pair(s["doc"], s["filtered_resps"]) for s in samples]
+        for task, samples in results["samples"].items()
+    }
 
 
 def fmt(s: DeltaSummary) -> str:
@@ -89,7 +92,10 @@ def to_markdown(report: dict) -> str:
     ]
     for task, t in report["tasks"].items():
         s_exact, s_virtual, s_real, paired = t.pop("_summaries")
-        diffs = [f"{fmt(paired[k])} ({paired[k].p:.2f})" for k in ("real_minus_virtual", "real_minus_exact", "virtual_minus_exact")]
+        diffs = [
+            f"{fmt(paired[k])} ({paired[k].p:.2f})"
+            for k in ("real_minus_virtual", "real_minus_exact", "virtual_minus_exact")
+        ]
         lines.append(
             f"| {task.removeprefix('biasmonkey_')} | {fmt(s_exact)} | {fmt(s_virtual)} | {fmt(s_real)} ({s_real.n}/{t['pairs']}) "
             f"| {t['z_real_vs_virtual']:+.2f} | {' | '.join(diffs)} | {t['real_invalid_rate']:.1%} "
@@ -102,8 +108,8 @@ def to_markdown(report: dict) -> str:
         "distribution renormalised over the options (seed "
         f"{report['virtual_seed']}). z uses the pairs with a real Δ; |z| < 2 is consistent with sampling noise. "
         "Paired p: two-sided t-test of the per-pair difference against 0. Invalid mass: 1 − probability of "
-        "the option letters (\" A\", \"A\", …) per question side; the real protocol also accepts lower-case "
-        "letters and \"(A\"-style tokens, so its invalid rate can be slightly below the mass.",
+        'the option letters (" A", "A", …) per question side; the real protocol also accepts lower-case '
+        'letters and "(A"-style tokens, so its invalid rate can be slightly below the mass.',
     ]
     return "\n".join(lines) + "\n"
 

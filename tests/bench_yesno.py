@@ -25,13 +25,18 @@ import time
 from pathlib import Path
 
 from biasmonkey.harness_ext.cli import tasks_dir
-from biasmonkey.harness_ext.lm_eval_yesno import records_from_samples_file
-from biasmonkey.harness_ext.yesno_compare import latest_yesno_samples
+from biasmonkey.harness_ext.logs import records_from_samples_file
+from biasmonkey.harness_ext.yesno_compare import latest_yesno_outputs
 from biasmonkey.tasks.cache import cache_root
 from biasmonkey.tasks.yesno.data import load_items
 from biasmonkey.tasks.yesno.scoring import summarize
 
-TASKS = ("biasmonkey_yesno_comps", "biasmonkey_yesno_comps_fewshot", "biasmonkey_yesno_ewok", "biasmonkey_yesno_ewok_fewshot")
+TASKS = (
+    "biasmonkey_yesno_comps",
+    "biasmonkey_yesno_comps_fewshot",
+    "biasmonkey_yesno_ewok",
+    "biasmonkey_yesno_ewok_fewshot",
+)
 
 
 def every_nth(step: int) -> str:
@@ -45,11 +50,25 @@ def lm_eval_command(
 ) -> list[str]:
     model_args = f"pretrained={model},dtype=float32" + (f",gguf_file={gguf_file}" if gguf_file else "")
     cmd = [
-        "nice", sys.executable, "-m", "lm_eval",
-        "--model", "hf", "--model_args", model_args,
-        "--device", "cpu", "--batch_size", str(batch_size),
-        "--include_path", str(tasks_dir()),
-        "--tasks", tasks, "--output_path", str(out), "--log_samples",
+        "nice",
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        model_args,
+        "--device",
+        "cpu",
+        "--batch_size",
+        str(batch_size),
+        "--include_path",
+        str(tasks_dir()),
+        "--tasks",
+        tasks,
+        "--output_path",
+        str(out),
+        "--log_samples",
     ]
     return cmd + (["--limit", str(limit)] if limit else [])
 
@@ -62,7 +81,7 @@ def _f(x: float, pct: bool = False) -> str:
 
 def table(out: Path, label: str) -> str:
     """Markdown rows (base / Generic / Specific bias and accuracy) from the logged records."""
-    files = latest_yesno_samples(out)
+    files = {task: o.path for task, o in latest_yesno_outputs(out).items()}
     lines = [
         f"| {'model':<28} | set | prompt | n | bias | acc | Generic bias | Generic acc | Specific bias | Specific acc "
         "| Δ% bias G / S | Δ% acc G / S | P(yes) gold Yes / No |",
@@ -87,7 +106,9 @@ def table(out: Path, label: str) -> str:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", help="HF model folder (default: the bundled SmolLM2-135M-Instruct)")
-    parser.add_argument("--gguf-file", help="GGUF file name inside the --model folder (lm-eval de-quantises it on load)")
+    parser.add_argument(
+        "--gguf-file", help="GGUF file name inside the --model folder (lm-eval de-quantises it on load)"
+    )
     parser.add_argument("--label", default="SmolLM2-135M-Instruct")
     parser.add_argument("--out", type=Path, help="lm-eval output folder (default: in the user cache)")
     parser.add_argument("--tasks", default="biasmonkey-yesno", help="lm-eval tasks (default: the four whole-set tasks)")

@@ -39,7 +39,19 @@ def test_score_samples_on_a_missing_folder_is_a_clear_error(tmp_path: Path, caps
 
 def test_run_writes_lm_eval_results_and_a_summary(tiny_model: Path, data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "results"
-    code = main(["run", "--model", str(tiny_model), "--tasks", "biasmonkey_acquiescence,biasmonkey_acquiescence_key_typo", "--limit", "4", "--output", str(out)])
+    code = main(
+        [
+            "run",
+            "--model",
+            str(tiny_model),
+            "--tasks",
+            "biasmonkey_acquiescence,biasmonkey_acquiescence_key_typo",
+            "--limit",
+            "4",
+            "--output",
+            str(out),
+        ]
+    )
     assert code == 0
     assert list(out.rglob("results_*.json")) and len(list(out.rglob("samples_*.jsonl"))) == 2
     md = (out / "summary.md").read_text()
@@ -50,8 +62,17 @@ def test_run_writes_lm_eval_results_and_a_summary(tiny_model: Path, data_dir: Pa
 
 
 def _sample(key: str, p_q: list[float], p_qp: list[float]) -> str:
-    doc = {"key": key, "bias": "acquiescence", "setting": "bias", "source": "hand", "q": "q?", "qp": "q'?",
-           "q_letters": ["A", "B"], "qp_letters": ["A", "B"], "qp_positions": [0, 1]}
+    doc = {
+        "key": key,
+        "bias": "acquiescence",
+        "setting": "bias",
+        "source": "hand",
+        "q": "q?",
+        "qp": "q'?",
+        "q_letters": ["A", "B"],
+        "qp_letters": ["A", "B"],
+        "qp_positions": [0, 1],
+    }
     # Each option's two spellings (" A", "A") share its probability; lm-eval logs numbers as strings.
     resps = [[repr(math.log(share)), "False"] for p in p_q + p_qp for share in (0.25 * p, 0.75 * p)]
     return json.dumps({"doc": doc, "filtered_resps": resps})
@@ -62,11 +83,14 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     run.mkdir()
     # Pair K1: Δ = 100·(0.7 − 0.6) = 10; pair K2: Δ = 100·(0.8 − 0.5) = 30.
     (run / "samples_biasmonkey_acquiescence_2026-01-02T00-00-00.000000.jsonl").write_text(
-        _sample("K1", [0.6, 0.4], [0.7, 0.3]) + "\n" + _sample("K2", [0.5, 0.5], [0.8, 0.2]) + "\n")
+        _sample("K1", [0.6, 0.4], [0.7, 0.3]) + "\n" + _sample("K2", [0.5, 0.5], [0.8, 0.2]) + "\n"
+    )
     # Another suite's samples (same biasmonkey_ prefix, other records) are not this table's.
     (run / "samples_biasmonkey_cognitive_anchoring_2026-01-02T00-00-00.000000.jsonl").write_text('{"doc": {}}\n')
     # An older run of the same task in the same folder is ignored.
-    (run / "samples_biasmonkey_acquiescence_2026-01-01T00-00-00.000000.jsonl").write_text(_sample("OLD", [0.1, 0.9], [0.9, 0.1]) + "\n")
+    (run / "samples_biasmonkey_acquiescence_2026-01-01T00-00-00.000000.jsonl").write_text(
+        _sample("OLD", [0.1, 0.9], [0.9, 0.1]) + "\n"
+    )
     assert main(["summarize", str(tmp_path)]) == 0
     (row,) = list(csv.DictReader((tmp_path / "summary.csv").open()))
     # mean 20; sd = √((10² + 10²)/1) = √200; stderr = √200/√2 = 10; t = 2 on 1 df;
@@ -83,14 +107,90 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     assert "Human-likeness score: +0 of 1 (acquiescence 0)." in capsys.readouterr().out
 
 
+def test_summarize_uncertainty_side_option(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    import numpy as np
+
+    (tmp_path / "samples_biasmonkey_acquiescence_2026-01-02T00-00-00.000000.jsonl").write_text(
+        # Δ = 10, 30, 5
+        _sample("K1", [0.6, 0.4], [0.7, 0.3])
+        + "\n"
+        + _sample("K2", [0.5, 0.5], [0.8, 0.2])
+        + "\n"
+        + _sample("K3", [0.9, 0.1], [0.95, 0.05])
+        + "\n"
+    )
+
+    def entropy(p: float) -> float:
+        return -(p * math.log(p) + (1 - p) * math.log(1 - p)) / math.log(2)
+
+    delta = [10, 30, 5]
+    r_q = np.corrcoef(delta, [entropy(0.6), entropy(0.5), entropy(0.9)])[0, 1]
+    r_qp = np.corrcoef(delta, [entropy(0.7), entropy(0.8), entropy(0.95)])[0, 1]
+    rows = {}
+    for side in ("paper", "qp"):
+        out = tmp_path / side
+        assert main(["summarize", str(tmp_path), "--out", str(out), "--uncertainty-side", side]) == 0
+        (rows[side],) = list(csv.DictReader((out / "summary.csv").open()))
+        assert "uncertainty_side | r_absdelta_uncertainty |" in (out / "summary.md").read_text()
+    # acquiescence: the paper correlates with q's entropy; --uncertainty-side qp with q′'s
+    assert rows["paper"]["uncertainty_side"] == "q"
+    assert float(rows["paper"]["r_absdelta_uncertainty"]) == pytest.approx(r_q)
+    assert rows["qp"]["uncertainty_side"] == "qp"
+    assert float(rows["qp"]["r_absdelta_uncertainty"]) == pytest.approx(r_qp)
+    assert float(rows["qp"]["r_absdelta_uncertainty_q"]) == pytest.approx(r_q)  # q's r stays on every row
+    assert "q' on every row, as asked" in (tmp_path / "qp" / "summary.md").read_text()
+    capsys.readouterr()
+    with pytest.raises(SystemExit):
+        main(["summarize", str(tmp_path), "--uncertainty-side", "both"])
+    assert "invalid choice: 'both'" in capsys.readouterr().err
+
+
+def test_report_takes_the_uncertainty_side_option() -> None:
+    from biasmonkey.harness_ext.cli import build_parser
+
+    parse = build_parser().parse_args
+    assert parse(["report", "r", "--out", "o"]).uncertainty_side == "paper"
+    assert parse(["report", "r", "--out", "o", "--uncertainty-side", "qp"]).uncertainty_side == "qp"
+
+
 def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
     rows = [
-        {"bias": "acquiescence", "setting": "bias", "n_pairs": 10, "delta": 5.0, "delta_stderr": 1.0, "ci_low": 3.0,
-         "ci_high": 7.0, "t": 5.0, "p": 0.001, "significant": True},
-        {"bias": "allow_forbid", "setting": "bias", "n_pairs": 10, "delta": -4.0, "delta_stderr": 1.0, "ci_low": -6.0,
-         "ci_high": -2.0, "t": -4.0, "p": 0.01, "significant": True},
-        {"bias": "odd_even", "setting": "key_typo", "n_pairs": 10, "delta": 1.0, "delta_stderr": 1.0, "ci_low": -1.0,
-         "ci_high": 3.0, "t": 1.0, "p": 0.3, "significant": False},
+        {
+            "bias": "acquiescence",
+            "setting": "bias",
+            "n_pairs": 10,
+            "delta": 5.0,
+            "delta_stderr": 1.0,
+            "ci_low": 3.0,
+            "ci_high": 7.0,
+            "t": 5.0,
+            "p": 0.001,
+            "significant": True,
+        },
+        {
+            "bias": "allow_forbid",
+            "setting": "bias",
+            "n_pairs": 10,
+            "delta": -4.0,
+            "delta_stderr": 1.0,
+            "ci_low": -6.0,
+            "ci_high": -2.0,
+            "t": -4.0,
+            "p": 0.01,
+            "significant": True,
+        },
+        {
+            "bias": "odd_even",
+            "setting": "key_typo",
+            "n_pairs": 10,
+            "delta": 1.0,
+            "delta_stderr": 1.0,
+            "ci_low": -1.0,
+            "ci_high": 3.0,
+            "t": 1.0,
+            "p": 0.3,
+            "significant": False,
+        },
     ]
     md = to_markdown(rows, "t")
     assert "| acquiescence | bias | 10 | 5.000 | 1.000 | 3.000 | 7.000 | 5.000 | 0.001 | yes |" in md
@@ -111,11 +211,29 @@ def test_run_without_data_fails_early_with_a_clear_message(
 
 
 def test_run_passes_the_run_options_to_lm_eval_metadata() -> None:
-    from biasmonkey.harness_ext.cli import build_parser, lm_eval_command
+    from biasmonkey.harness_ext.cli import build_parser
+    from biasmonkey.harness_ext.run import lm_eval_command
 
-    args = build_parser().parse_args(["run", "--mode", "sample", "--n-samples", "7", "--perturbation-seed", "3",
-                                      "--perturbation-rules", "published", "--limit", "2"])
+    args = build_parser().parse_args(
+        [
+            "run",
+            "--mode",
+            "sample",
+            "--n-samples",
+            "7",
+            "--perturbation-seed",
+            "3",
+            "--perturbation-rules",
+            "published",
+            "--limit",
+            "2",
+        ]
+    )
     cmd = lm_eval_command(args, "/models/m")
     assert json.loads(cmd[cmd.index("--metadata") + 1]) == {
-        "mode": "sample", "n_samples": 7, "perturbation_rules": "published", "perturbation_seed": 3}
+        "mode": "sample",
+        "n_samples": 7,
+        "perturbation_rules": "published",
+        "perturbation_seed": 3,
+    }
     assert cmd[cmd.index("--limit") + 1] == "2" and "pretrained=/models/m,dtype=float32" in cmd

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from biasmonkey.tasks.cognitive import data
-from biasmonkey.tasks.cognitive.data import BIASES, DataError, bias_slug, load_tests, parse_metric_params, bias_tests
+from biasmonkey.tasks.cognitive.data import BIASES, DataError, bias_slug, bias_tests, load_tests, parse_metric_params
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
     answer_labels,
@@ -95,8 +95,14 @@ def test_duplicate_rows_keep_distinct_stable_ids(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize(
     ("spelling", "slug"),
-    [("Status Quo Bias", "status_quo_bias"), ("Status-Quo Bias", "status_quo_bias"), ("in-group bias", "in_group_bias"),
-     ("Escalation of Commitment", "escalation_of_commitment"), ("self_serving_bias", "self_serving_bias"), ("Prejudice", None)],
+    [
+        ("Status Quo Bias", "status_quo_bias"),
+        ("Status-Quo Bias", "status_quo_bias"),
+        ("in-group bias", "in_group_bias"),
+        ("Escalation of Commitment", "escalation_of_commitment"),
+        ("self_serving_bias", "self_serving_bias"),
+        ("Prejudice", None),
+    ],
 )
 def test_bias_names_match_ignoring_case_spaces_and_hyphens(spelling: str, slug: str | None) -> None:
     assert bias_slug(spelling) == slug
@@ -170,7 +176,8 @@ def test_option_list_that_does_not_parse_names_row_and_column(tmp_path: Path, co
     table.loc[9, "control"] = control
     message = (
         rf"the option list does not parse \(found option numbers {found}"
-        if found else "the prompt has options but no text before them"
+        if found
+        else "the prompt has options but no text before them"
     )
     with pytest.raises(DataError, match=rf"tests.csv, row 10, column 'control': {message}"):
         load_tests(write_csv(tmp_path, table))
@@ -228,7 +235,9 @@ def test_hub_errors_explain_how_to_work_offline(monkeypatch: pytest.MonkeyPatch)
         raise ConnectionError("Couldn't reach the Hub (offline mode is enabled)")
 
     monkeypatch.setattr(datasets, "load_dataset", offline)
-    with pytest.raises(DataError, match=r"could not load tum-nlp/cognitive-biases-in-llms@[0-9a-f]{40} .*offline mode.*data_path="):
+    with pytest.raises(
+        DataError, match=r"could not load tum-nlp/cognitive-biases-in-llms@[0-9a-f]{40} .*offline mode.*data_path="
+    ):
         load_tests()
 
 
@@ -278,8 +287,11 @@ def test_reversed_rendering_renumbers_the_options_for_both_sides() -> None:
 
 
 def test_extraction_prompt_and_regex() -> None:
-    prompt = extraction_prompt(["100%", "50%", "0%"], "  I would go with the second one, Option 2.  ")
-    assert "OPTIONS:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\nANSWER:\nI would go with the second one, Option 2.\n\n" in prompt
-    assert [extract_option(t) for t in ["Option 10: 90%", "my option 3", "Options 4", "No option selected", "Option10"]] == [
-        10, 3, None, None, None
-    ]
+    prompt = extraction_prompt(["100%", "50%", "0%"], "  I would go with the second one, Option 2.  ", "biasmonkey")
+    assert (
+        "OPTIONS:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\nANSWER:\nI would go with the second one, Option 2.\n\n"
+        in prompt
+    )
+    assert [
+        extract_option(t) for t in ["Option 10: 90%", "my option 3", "Options 4", "No option selected", "Option10"]
+    ] == [10, 3, None, None, None]

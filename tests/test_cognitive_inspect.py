@@ -1,5 +1,6 @@
 """The cognitive-bias Inspect tasks: `mockllm/model` with scripted answers (hand-computed
-metrics), one `hf/` run on the tiny model, and parity with lm-eval's generate mode."""
+metrics), the published two-step prompts as sent, one `hf/` run on the tiny model, and parity
+with lm-eval's generate mode."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import math
 from pathlib import Path
 
+import pandas as pd
 import pytest
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import EvalLog, read_eval_log
@@ -17,8 +19,9 @@ from test_inspect import metrics, output, run
 from test_inspect_parity import RAW_PROMPT
 from test_lm_eval_e2e import metric, run_lm_eval
 
-from biasmonkey.harness_ext.inspect_cognitive import EXACT_MODE_UNAVAILABLE, TASKS, records_from_eval_log
-from biasmonkey.harness_ext.lm_eval_cognitive import GENERATION_KWARGS, records_from_samples_file
+from biasmonkey.harness_ext.inspect.cognitive import EXACT_MODE_UNAVAILABLE, TASKS
+from biasmonkey.harness_ext.lm_eval.cognitive import GENERATION_KWARGS
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
@@ -81,17 +84,20 @@ def test_two_step_protocol_maps_reversed_answers_back(tmp_path: Path) -> None:
     # a: reversed, 7 options, k = 1, x_1 = 0, x_2 = 6; b: not reversed, k = 1, x_1 = 6, x_2 = 0
     assert (a["reversed"], a["x_1"], a["x_2"]) == (True, 0, 6) and (b["reversed"], b["x_1"], b["x_2"]) == (False, 6, 0)
     calls: list = []
-    model = model_for({
-        # a, control: offered "Option 4" of 7 reversed → original index 7 − 1 − 3 = 3, |3 − 0| = 3
-        **two_step_script(a, "control", "The fourth option fits best.", "Option 4"),
-        # a, treatment: offered "Option 1" → original 6, |6 − 6| = 0 → m = (3 − 0)/3 = 1
-        # (unmapped, the answers 3 and 0 would give (3 − 6)/6 = −0.5)
-        **two_step_script(a, "treatment", "I pick the first one.", "Option 1"),
-        # b, not reversed: control "Option 5" → 4, |4 − 6| = 2; treatment "option 2" → 1, |1 − 0| = 1
-        # → m = (2 − 1)/2 = 0.5
-        **two_step_script(b, "control", "Option five.", "Option 5"),
-        **two_step_script(b, "treatment", "The second.", "The answer is option 2."),
-    }, calls)
+    model = model_for(
+        {
+            # a, control: offered "Option 4" of 7 reversed → original index 7 − 1 − 3 = 3, |3 − 0| = 3
+            **two_step_script(a, "control", "The fourth option fits best.", "Option 4"),
+            # a, treatment: offered "Option 1" → original 6, |6 − 6| = 0 → m = (3 − 0)/3 = 1
+            # (unmapped, the answers 3 and 0 would give (3 − 6)/6 = −0.5)
+            **two_step_script(a, "treatment", "I pick the first one.", "Option 1"),
+            # b, not reversed: control "Option 5" → 4, |4 − 6| = 2; treatment "option 2" → 1, |1 − 0| = 1
+            # → m = (2 − 1)/2 = 0.5
+            **two_step_script(b, "control", "Option five.", "Option 5"),
+            **two_step_script(b, "treatment", "The second.", "The answer is option 2."),
+        },
+        calls,
+    )
     log = cognitive_run("bandwagon_effect", model, tmp_path)
     assert log.status == "success", log.error
     # Per test: decision then extraction, control then treatment, greedy, no stop sequence.
@@ -114,10 +120,18 @@ def test_two_step_protocol_maps_reversed_answers_back(tmp_path: Path) -> None:
     sample = by_id(log.samples)[a["id"]]
     value = sample.scores["cognitive_scorer"].value
     assert sample.metadata == a
-    assert value == pytest.approx({
-        "score": 1.0, "failed": 0.0, "control_failed": 0.0, "treatment_failed": 0.0,
-        "answer_control": 3.0, "answer_treatment": 6.0, "random_baseline": 0.0,
-    }, abs=1e-7)
+    assert value == pytest.approx(
+        {
+            "score": 1.0,
+            "failed": 0.0,
+            "control_failed": 0.0,
+            "treatment_failed": 0.0,
+            "answer_control": 3.0,
+            "answer_treatment": 6.0,
+            "random_baseline": 0.0,
+        },
+        abs=1e-7,
+    )
     records = records_from_eval_log(log.location)
     ra, rb = (by_id(records)[doc["id"]] for doc in (a, b))
     assert (ra.answer_control, ra.answer_treatment, rb.answer_control, rb.answer_treatment) == (3, 6, 4, 1)
@@ -127,18 +141,117 @@ def test_two_step_protocol_maps_reversed_answers_back(tmp_path: Path) -> None:
     assert summary.score.mean == pytest.approx(m["score"]) and summary.score.p == pytest.approx(m["score_p"])
 
 
+# One hand-made test (3 options) whose prompts can be written out in full.
+SHOP_CONTROL = (
+    "Situation:\nYou run a small shop.\n\nPrompt:\nHow much of the usual stock do you order?\n\n"
+    "Answer Options:\nOption 1: 0%\nOption 2: 50%\nOption 3: 100%\n"
+)
+SHOP_TREATMENT = SHOP_CONTROL.replace("Prompt:\n", "Prompt:\nDo you order more than 90%? ")
+
+
+def shop_test(tmp_path: Path) -> str:
+    path = tmp_path / "shop.csv"
+    pd.DataFrame(
+        [
+            {
+                "bias": "Anchoring",
+                "scenario": "A shop owner ordering stock.",
+                "control": SHOP_CONTROL,
+                "treatment": SHOP_TREATMENT,
+                "metric_params": "{'k': 1, 'x_1': 2, 'x_2': 2}",
+            }
+        ]
+    ).to_csv(path, index=False)
+    return str(path)
+
+
+# The authors' prompts as their code sends them (simonmalberg/cognitive-biases-in-llms,
+# models/<Developer>/prompts.yml after YAML loading, filled as core/base.py LLM._decide fills
+# them; the same words as Malberg et al. 2025, Appendix D), for the reversed shop test: the
+# test text ends with a newline, so a blank line precedes "Select exactly one option."; the
+# extraction prompt gets the options in the offered order and the first reply unstripped.
+PAPER_CONTROL_DECISION = (
+    "You will be given a decision-making task with multiple answer options.\n"
+    "Situation:\nYou run a small shop.\n\nPrompt:\nHow much of the usual stock do you order?\n\n"
+    "Answer Options:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\n"
+    "Select exactly one option."
+)
+PAPER_CONTROL_EXTRACTION = (
+    "You will be given answer options from a decision-making task and a written answer.\n"
+    "--- OPTIONS ---\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\n"
+    "--- ANSWER ---\n I would order everything: Option 1.\n\n\n"
+    "--- INSTRUCTION ---\n"
+    'Extract the option selected in the above answer (explicitly write "Option N" and nothing else where N is '
+    "the number of the option). If you cannot extract the selected option, write 'No option selected'."
+)
+# Our wording (prompts=biasmonkey), the two-step prompts before the published ones were added.
+OURS_CONTROL_DECISION = (
+    "You are given a decision task with several answer options.\n\n"
+    "Situation:\nYou run a small shop.\n\nPrompt:\nHow much of the usual stock do you order?\n\n"
+    "Answer Options:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\n"
+    "Choose exactly one of the options."
+)
+OURS_CONTROL_EXTRACTION = (
+    "Below are the answer options of a decision task, followed by a written answer to that task.\n\n"
+    "OPTIONS:\nOption 1: 100%\nOption 2: 50%\nOption 3: 0%\n\n"
+    "ANSWER:\nI would order everything: Option 1.\n\n"
+    'Which option does the answer choose? Write only "Option N", where N is the number of that option. '
+    'If the answer chooses no option, write "No option selected".'
+)
+
+
+@pytest.mark.parametrize(
+    ("prompts", "decision", "extraction"),
+    [
+        (None, PAPER_CONTROL_DECISION, PAPER_CONTROL_EXTRACTION),  # the default
+        ("paper", PAPER_CONTROL_DECISION, PAPER_CONTROL_EXTRACTION),
+        ("biasmonkey", OURS_CONTROL_DECISION, OURS_CONTROL_EXTRACTION),
+    ],
+)
+def test_two_step_sends_the_published_prompts_by_default(
+    tmp_path: Path, prompts: str | None, decision: str, extraction: str
+) -> None:
+    data_path = shop_test(tmp_path)
+    task_args = {"data_path": data_path, "seed": 2, **({"prompts": prompts} if prompts else {})}
+    (doc,) = CognitiveOptions(data_path=data_path, seed=2).task_docs("anchoring")
+    assert doc["reversed"]  # seed 2 reverses this test: offered 100%, 50%, 0%
+    sent: list = []
+    replies = iter([" I would order everything: Option 1.\n", "Option 1", "Nothing at all.", "Option 3"])
+
+    def answer(messages, tools, tool_choice, config):
+        sent.append([(m.role, m.text) for m in messages])
+        return output(next(replies))
+
+    log = cognitive_run("anchoring", get_model("mockllm/model", custom_outputs=answer), tmp_path, **task_args)
+    assert log.status == "success", log.error
+    # Each call is one user message (no system message, no history), as in the authors' code.
+    assert [len(messages) for messages in sent] == [1] * 4 and {m[0][0] for m in sent} == {"user"}
+    assert [m[0][1] for m in sent[:2]] == [decision, extraction]
+    treatment_decision = decision.replace("Prompt:\n", "Prompt:\nDo you order more than 90%? ")
+    assert sent[2][0][1] == treatment_decision
+    assert log.samples[0].input == decision
+    # control "Option 1" of the reversed list → 100% (index 2); treatment "Option 3" → 0% (index 0):
+    # m = (|2 − 2| − |0 − 2|)/(max(0, 2) + 1e-8) = −1
+    (record,) = records_from_eval_log(log.location)
+    assert (record.answer_control, record.answer_treatment) == (2, 0)
+    assert record.score == pytest.approx(-1.0)
+    assert log.eval.metadata["prompts"] == (prompts or "paper")  # the task's metadata names the prompt set
+
+
 def test_unreadable_extractions_are_failures_left_out_of_the_mean(tmp_path: Path) -> None:
     a, b = docs("stereotyping")
     # k = −1, x_1 = x_2 = 3 on 7 options; a is reversed, b is not
     assert (a["reversed"], b["reversed"], b["k"], b["x_1"], b["x_2"]) == (True, False, -1, 3, 3)
-    model = model_for({
-        **two_step_script(a, "control", "Hard to say.", "No option selected"),
-        **two_step_script(a, "treatment", "The ninth.", "Option 9"),  # only 7 options
-        # b: control "Option 4" → 3, |3 − 3| = 0; treatment "Option 6" → 5, |5 − 3| = 2
-        # → m = −1·(0 − 2)/2 = 1
-        **two_step_script(b, "control", "Neutral.", "Option 4"),
-        **two_step_script(b, "treatment", "Rather high.", "Option 6"),
-    })
+    model = model_for(
+        {
+            **two_step_script(a, "control", "Hard to say.", "No option selected"),
+            **two_step_script(a, "treatment", "The ninth.", "Option 9"),  # only 7 options
+            # b: control "Option 4" → 3, |3 − 3| = 0; treatment "Option 6" → 5, |5 − 3| = 2
+            # → m = −1·(0 − 2)/2 = 1
+            **two_step_script(b, "control", "Neutral.", "Option 4"),
+            **two_step_script(b, "treatment", "Rather high.", "Option 6"),
+        }
+    )
     log = cognitive_run("stereotyping", model, tmp_path)
     m = metrics(log)
     # One scored test of two: mean 2/(2 + 1e-8) ≈ 1, no spread statistics from a single value.
@@ -159,17 +272,25 @@ def test_one_step_protocol_asks_as_lm_eval_does(tmp_path: Path) -> None:
     doc = docs("hindsight_bias")[0]
     assert (doc["reversed"], len(doc["control_options"]), doc["k"], doc["x_1"], doc["x_2"]) == (True, 11, 1, 6, 6)
     calls: list = []
-    model = model_for({
-        # offered "Option 3" of 11 reversed → original 8, |8 − 6| = 2; the text after the blank
-        # line is cut off as lm-eval cuts it
-        answer_prompt(side_text(doc, "control")): "Option 3: 80%\n\nOption 11",
-        # offered "Option 5" → original 6, |6 − 6| = 0 → m = (2 − 0)/2 = 1
-        answer_prompt(side_text(doc, "treatment")): "Option 5: 60%",
-    }, calls)
+    model = model_for(
+        {
+            # offered "Option 3" of 11 reversed → original 8, |8 − 6| = 2; the text after the blank
+            # line is cut off as lm-eval cuts it
+            answer_prompt(side_text(doc, "control")): "Option 3: 80%\n\nOption 11",
+            # offered "Option 5" → original 6, |6 − 6| = 0 → m = (2 − 0)/2 = 1
+            answer_prompt(side_text(doc, "treatment")): "Option 5: 60%",
+        },
+        calls,
+    )
     log = cognitive_run("hindsight_bias", model, tmp_path, protocol="one_step", limit=1)
     assert [prompt for prompt, _ in calls] == [answer_prompt(side_text(doc, side)) for side in ("control", "treatment")]
     # The lm-eval task's generation settings: greedy, 48 tokens, stop at a blank line.
-    assert GENERATION_KWARGS == {"until": [ONE_STEP_STOP], "do_sample": False, "temperature": 0.0, "max_gen_toks": ONE_STEP_MAX_TOKENS}
+    assert GENERATION_KWARGS == {
+        "until": [ONE_STEP_STOP],
+        "do_sample": False,
+        "temperature": 0.0,
+        "max_gen_toks": ONE_STEP_MAX_TOKENS,
+    }
     assert {(c.temperature, c.max_tokens, tuple(c.stop_seqs)) for _, c in calls} == {(0.0, 48, ("\n\n",))}
     (record,) = records_from_eval_log(log.location)
     assert (record.response_control, record.answer_control, record.answer_treatment) == ("Option 3: 80%", 8, 6)
@@ -180,10 +301,12 @@ def test_one_step_protocol_asks_as_lm_eval_does(tmp_path: Path) -> None:
 def test_epochs_average_the_valid_answers_and_count_failed_attempts(tmp_path: Path) -> None:
     a = docs("bandwagon_effect")[0]
     extractions = iter(["Option 4", "I cannot tell."])
-    model = model_for({
-        **two_step_script(a, "control", "The fourth.", lambda: next(extractions)),
-        **two_step_script(a, "treatment", "The first.", "Option 1"),
-    })
+    model = model_for(
+        {
+            **two_step_script(a, "control", "The fourth.", lambda: next(extractions)),
+            **two_step_script(a, "treatment", "The first.", "Option 1"),
+        }
+    )
     log = cognitive_run("bandwagon_effect", model, tmp_path, limit=1, epochs=2)
     # One epoch scores m = 1 (as in the two-step test), the other fails: the test keeps m = 1,
     # and half of its attempts failed.
@@ -203,6 +326,8 @@ def test_exact_mode_and_bad_parameters_are_refused() -> None:
         task(mode="sample")
     with pytest.raises(ValueError, match="option protocol='three_step' is invalid; use one of two_step, one_step"):
         task(protocol="three_step")
+    with pytest.raises(ValueError, match="option prompts='ours' is invalid; use one of paper, biasmonkey"):
+        task(prompts="ours")
     with pytest.raises(ValueError, match="option max_tokens=0 must be a positive integer"):
         task(max_tokens=0)
     with pytest.raises(ValueError, match="option seed='x' must be an integer"):
@@ -211,21 +336,34 @@ def test_exact_mode_and_bad_parameters_are_refused() -> None:
         task(data_path="missing.csv")
     # Reversal: the default seed reverses the first anchoring test; off, nothing is reversed.
     assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES)).dataset] == [True, True]
-    assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES), reverse_options=False).dataset] == [False, False]
+    assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES), reverse_options=False).dataset] == [
+        False,
+        False,
+    ]
 
 
 def test_all_30_tasks_are_registered_and_run(tmp_path: Path) -> None:
     names = [f"biasmonkey/cognitive_{slug}" for slug in BIASES]
     assert len(names) == 30 and sorted(TASKS) == sorted(n.removeprefix("biasmonkey/") for n in names)
     model = get_model("mockllm/model", custom_outputs=lambda *args: output("Option 1"))
-    logs = inspect_eval(names, model=model, limit=1, log_dir=str(tmp_path / "logs"), display="none",
-                        task_args={"data_path": str(FIXTURES)})
+    logs = inspect_eval(
+        names,
+        model=model,
+        limit=1,
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        task_args={"data_path": str(FIXTURES)},
+    )
     assert [log.eval.task for log in logs] == names and [log.status for log in logs] == ["success"] * 30
     for log in logs:
         (record,) = records_from_eval_log(log.location)
         assert record.bias == log.eval.task.removeprefix("biasmonkey/cognitive_")
         # "Option 1" on both sides is the first offered option: mapped back, the same original option
-        assert record.answer_control == record.answer_treatment == (len(docs(record.bias)[0]["control_options"]) - 1) * record.reversed
+        assert (
+            record.answer_control
+            == record.answer_treatment
+            == (len(docs(record.bias)[0]["control_options"]) - 1) * record.reversed
+        )
         assert metrics(log)["n_tests"] == 1 and metrics(log)["score"] == pytest.approx(record.score)
 
 
@@ -236,9 +374,14 @@ def test_hf_tiny_model_runs_both_steps(tiny_model: Path, tmp_path: Path) -> None
     log = cognitive_run("information_bias", f"hf/{tiny_model}", tmp_path, max_tokens=6)
     # hf/ samples unless told otherwise: the task says how to decide greedily
     assert log.status == "error" and "-M do_sample=false" in log.error.message
-    (log,) = inspect_eval("biasmonkey/cognitive_information_bias", model=f"hf/{tiny_model}",
-                          model_args={"device": "cpu", "do_sample": False}, log_dir=str(tmp_path / "hf"),
-                          display="none", task_args={"data_path": str(FIXTURES), "max_tokens": 6})
+    (log,) = inspect_eval(
+        "biasmonkey/cognitive_information_bias",
+        model=f"hf/{tiny_model}",
+        model_args={"device": "cpu", "do_sample": False},
+        log_dir=str(tmp_path / "hf"),
+        display="none",
+        task_args={"data_path": str(FIXTURES), "max_tokens": 6},
+    )
     assert log.status == "success", log.error
     log = read_eval_log(log.location, resolve_attachments=True)
     records = records_from_eval_log(log.location)
@@ -249,7 +392,9 @@ def test_hf_tiny_model_runs_both_steps(tiny_model: Path, tmp_path: Path) -> None
         events = [e for e in sample.events if e.event == "model"]
         assert len(events) == 4
         decision = sample.scores["cognitive_scorer"].metadata["decision_control"]
-        assert events[1].input[-1].text == extraction_prompt(offered(sample.metadata["control_options"], sample.metadata["reversed"]), decision)
+        assert events[1].input[-1].text == extraction_prompt(
+            offered(sample.metadata["control_options"], sample.metadata["reversed"]), decision
+        )
         assert record.response_control == events[1].output.completion
     m = metrics(log)
     assert m["failure_rate"] == sum(r.failed for r in records) / 2
@@ -260,15 +405,26 @@ def assert_generate_parity(model: Path, tmp_path: Path, tasks: tuple[str, ...], 
     """Inspect's one_step protocol and lm-eval's generate mode on the same model (raw prompt,
     greedy, float64, batch size 1): the same answer texts, answers and per-bias aggregates."""
     logs = inspect_eval(
-        [f"biasmonkey/cognitive_{t}" for t in tasks], model=f"hf/{model}", limit=limit,
+        [f"biasmonkey/cognitive_{t}" for t in tasks],
+        model=f"hf/{model}",
+        limit=limit,
         model_args={"device": "cpu", "dtype": "float64", "do_sample": False, **RAW_PROMPT},
         max_connections=1,  # one request at a time, as lm-eval with batch size 1 (hf/ batches concurrent ones)
-        task_args={"data_path": str(FIXTURES), "protocol": "one_step"}, log_dir=str(tmp_path / "inspect"), display="none",
+        task_args={"data_path": str(FIXTURES), "protocol": "one_step"},
+        log_dir=str(tmp_path / "inspect"),
+        display="none",
     )
     assert [log.status for log in logs] == ["success"] * len(tasks)
     results, samples = run_lm_eval(
-        model, tmp_path / "lm_eval", ",".join(f"biasmonkey_cognitive_{t}" for t in tasks), "--limit", str(limit),
-        "--metadata", json.dumps({"data_path": str(FIXTURES), "mode": "generate"}), batch_size=1, dtype="float64",
+        model,
+        tmp_path / "lm_eval",
+        ",".join(f"biasmonkey_cognitive_{t}" for t in tasks),
+        "--limit",
+        str(limit),
+        "--metadata",
+        json.dumps({"data_path": str(FIXTURES), "mode": "generate"}),
+        batch_size=1,
+        dtype="float64",
     )
     every = []
     for task, log in zip(tasks, logs):
@@ -277,7 +433,12 @@ def assert_generate_parity(model: Path, tmp_path: Path, tasks: tuple[str, ...], 
         assert sorted(ours) == sorted(theirs) and len(ours) == limit
         for a, b in ((ours[id_], theirs[id_]) for id_ in ours):
             assert (a.response_control, a.response_treatment) == (b.response_control, b.response_treatment), a.id
-            assert (a.answer_control, a.answer_treatment, a.score, a.failure) == (b.answer_control, b.answer_treatment, b.score, b.failure)
+            assert (a.answer_control, a.answer_treatment, a.score, a.failure) == (
+                b.answer_control,
+                b.answer_treatment,
+                b.score,
+                b.failure,
+            )
         reported = results["results"][f"biasmonkey_cognitive_{task}"]
         m = metrics(log)
         for name in (*SCORE_METRICS, "n_tests", "failure_rate", "random_baseline"):

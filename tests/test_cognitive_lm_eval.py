@@ -13,10 +13,12 @@ import pytest
 from lm_eval.tasks import TaskManager
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
-from biasmonkey.harness_ext.lm_eval_cognitive import GENERATION_KWARGS, records_from_samples_file
+from biasmonkey.harness_ext.lm_eval.cognitive import GENERATION_KWARGS
+from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES, DataError
 from biasmonkey.tasks.cognitive.prompts import answer_prompt, side_text
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
+from biasmonkey.tasks.families import COGNITIVE
 
 FIXTURES = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 ALL_TASKS = [f"biasmonkey_cognitive_{slug}" for slug in BIASES]
@@ -66,7 +68,9 @@ def assert_recomputes(task_results: dict, samples_file: Path, n_tests: int) -> l
 @pytest.fixture(scope="module")
 def exact_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """Four tasks in exact mode with the default seeded option reversal."""
-    return run_lm_eval(tiny_model, tmp_path_factory.mktemp("exact") / "out", ",".join(EXACT_TASKS), "--metadata", metadata())
+    return run_lm_eval(
+        tiny_model, tmp_path_factory.mktemp("exact") / "out", ",".join(EXACT_TASKS), "--metadata", metadata()
+    )
 
 
 def test_exact_mode_reports_every_metric_and_recomputes(exact_run) -> None:
@@ -75,8 +79,17 @@ def test_exact_mode_reports_every_metric_and_recomputes(exact_run) -> None:
         task_results = results["results"][task]
         reported = {k.split(",")[0] for k in task_results} - {"alias", "name", "sample_len", "sample_count"}
         assert {
-            "score", "score_stderr", "score_t", "score_p", "score_ci_low", "score_ci_high", "n_tests",
-            "failure_rate", "random_baseline", "expected_score", "expected_score_stderr",
+            "score",
+            "score_stderr",
+            "score_t",
+            "score_p",
+            "score_ci_low",
+            "score_ci_high",
+            "n_tests",
+            "failure_rate",
+            "random_baseline",
+            "expected_score",
+            "expected_score_stderr",
         } <= reported
         assert metric(task_results, "score_stderr") >= 0  # lm-eval's mean gives the score a stderr
         records = assert_recomputes(task_results, samples[task], 2)
@@ -122,8 +135,14 @@ def test_reversed_answers_are_mapped_back_to_the_original_options(exact_run) -> 
 def plain_chat_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """The first hindsight-bias test (reversed by default) with reversal off, under a chat template."""
     return run_lm_eval(
-        tiny_model, tmp_path_factory.mktemp("plain") / "out", "biasmonkey_cognitive_hindsight_bias", "--limit", "1",
-        "--apply_chat_template", "--metadata", metadata(reverse_options=False),
+        tiny_model,
+        tmp_path_factory.mktemp("plain") / "out",
+        "biasmonkey_cognitive_hindsight_bias",
+        "--limit",
+        "1",
+        "--apply_chat_template",
+        "--metadata",
+        metadata(reverse_options=False),
     )
 
 
@@ -151,21 +170,27 @@ def test_chat_template_contexts(plain_chat_run) -> None:
 def test_generate_mode_reads_answers_and_counts_failures(tiny_model: Path, tmp_path: Path) -> None:
     """Greedy answers read with the paper's regex; the random model names no valid option, and
     every such test is counted as a failure."""
-    results, samples = run_lm_eval(tiny_model, tmp_path / "out", ",".join(EXACT_TASKS), "--metadata", metadata(mode="generate"))
+    results, samples = run_lm_eval(
+        tiny_model, tmp_path / "out", ",".join(EXACT_TASKS), "--metadata", metadata(mode="generate")
+    )
     for task in EXACT_TASKS:
         task_results = results["results"][task]
         assert "expected_score" not in {k.split(",")[0] for k in task_results}
         records = assert_recomputes(task_results, samples[task], 2)
         for sample, record in zip(logged(samples[task]), records):
             args = list(sample["arguments"].values())
-            assert [a["arg_0"] for a in args] == [answer_prompt(side_text(sample["doc"], side)) for side in ("control", "treatment")]
+            assert [a["arg_0"] for a in args] == [
+                answer_prompt(side_text(sample["doc"], side)) for side in ("control", "treatment")
+            ]
             assert args[0]["arg_1"] == GENERATION_KWARGS  # greedy: do_sample false, temperature 0
             assert [record.response_control, record.response_treatment] == sample["filtered_resps"]
             assert record.failed == (record.failure is not None)
 
 
 def test_group_and_globs_through_the_task_manager() -> None:
-    manager = TaskManager(include_path=str(REPO / "tasks"), include_defaults=False, metadata={"data_path": str(FIXTURES)})
+    manager = TaskManager(
+        include_path=str(REPO / "tasks"), include_defaults=False, metadata={"data_path": str(FIXTURES)}
+    )
     assert sorted(manager.match_tasks(["biasmonkey_cognitive_*"])) == sorted(ALL_TASKS)
     # 'biasmonkey_*' matches only tasks, never a group together with its members (lm-eval rejects that).
     assert "biasmonkey-cognitive" in manager.all_groups
@@ -177,7 +202,9 @@ def test_group_and_globs_through_the_task_manager() -> None:
 
 def test_missing_data_file_is_a_clear_error(tmp_path: Path) -> None:
     missing = tmp_path / "missing.csv"
-    manager = TaskManager(include_path=str(REPO / "tasks"), include_defaults=False, metadata={"data_path": str(missing)})
+    manager = TaskManager(
+        include_path=str(REPO / "tasks"), include_defaults=False, metadata={"data_path": str(missing)}
+    )
     with pytest.raises(DataError, match=f"cognitive-bias data file {missing} does not exist"):
         manager.load(["biasmonkey_cognitive_reactance"])
 
@@ -186,4 +213,4 @@ def test_records_file_that_is_not_ours_is_rejected(tmp_path: Path) -> None:
     bad = tmp_path / "samples_x.jsonl"
     bad.write_text(json.dumps({"doc": {"q": "?"}, "filtered_resps": [["-1.0", "False"]]}) + "\n")
     with pytest.raises(ValueError, match=r"samples_x.jsonl, line 1: not a biasmonkey cognitive-bias sample"):
-        records_from_samples_file(bad)
+        records_from_samples_file(bad, COGNITIVE)

@@ -99,8 +99,17 @@ def _doc(n: int, reversed_options: bool, k: int = 1, x: float = 0) -> dict:
     """A harness document with n options per side (texts o1..on), as data.CognitiveTest.to_doc builds it."""
     options = [f"o{i}" for i in range(1, n + 1)]
     return {
-        "id": "t1", "bias": "anchoring", "scenario": "s", "k": k, "x_1": x, "x_2": x, "reversed": reversed_options,
-        "control_stem": "Control?", "control_options": options, "treatment_stem": "Treatment?", "treatment_options": options,
+        "id": "t1",
+        "bias": "anchoring",
+        "scenario": "s",
+        "k": k,
+        "x_1": x,
+        "x_2": x,
+        "reversed": reversed_options,
+        "control_stem": "Control?",
+        "control_options": options,
+        "treatment_stem": "Treatment?",
+        "treatment_options": options,
     }
 
 

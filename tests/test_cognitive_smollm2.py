@@ -39,7 +39,7 @@ def continuation_logprob(model, tok, context: str, continuation: str) -> float:
     """log P(continuation | context) from one plain forward pass, tokenised as lm-eval does
     (trailing whitespace of the context moves to the continuation; the joint text is encoded)."""
     stripped = context.rstrip()
-    continuation = context[len(stripped):] + continuation
+    continuation = context[len(stripped) :] + continuation
     context_ids = tok(stripped, add_special_tokens=False).input_ids
     whole = tok(stripped + continuation, add_special_tokens=False).input_ids
     assert whole[: len(context_ids)] == context_ids
@@ -77,9 +77,15 @@ def test_bare_option_labels_would_contain_their_two_digit_extensions(smollm2: Pa
     """Why exact mode scores "Option N:": SmolLM2 writes numbers digit by digit, so "Option 1"
     is a token prefix of "Option 10" and "Option 11" and its probability includes theirs."""
     model, tok = model_and_tokenizer
-    assert tok(" Option 10", add_special_tokens=False).input_ids[:-1] == tok(" Option 1", add_special_tokens=False).input_ids
+    assert (
+        tok(" Option 10", add_special_tokens=False).input_ids[:-1]
+        == tok(" Option 1", add_special_tokens=False).input_ids
+    )
     test = bias_tests("anchoring", FIXTURES)[0]
     context = answer_prompt(side_text(test.to_doc(reversed_options=False), "control"))
-    p = {label: math.exp(continuation_logprob(model, tok, context, label)) for label in (" Option 1", " Option 10", " Option 11", " Option 1:")}
+    p = {
+        label: math.exp(continuation_logprob(model, tok, context, label))
+        for label in (" Option 1", " Option 10", " Option 11", " Option 1:")
+    }
     assert p[" Option 1"] >= p[" Option 10"] + p[" Option 11"] + p[" Option 1:"]
     assert p[" Option 10"] + p[" Option 11"] > 0.1 * p[" Option 1"]  # not a negligible share

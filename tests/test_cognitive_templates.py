@@ -158,8 +158,8 @@ def test_anchoring_sign(templates: dict[str, Template]):
     assert m(template, values, 5, 8) == pytest.approx(0.75)
     # moving away from the anchor is the opposite sign: m(5, 2) = (4 - 7) / 7 = -3/7
     assert m(template, values, 5, 2) == pytest.approx(-3 / 7)
-    # 85% is a half: rounded up to option 9, not to the even 8
-    assert template.metric_params(seed_where(template, anchor=85))["x_1"] == 9
+    # 85% is a half: rounded to the even option 8, as the authors' round(anchor / 10)
+    assert template.metric_params(seed_where(template, anchor=85))["x_1"] == 8
 
 
 def test_framing_sign(templates: dict[str, Template]):
@@ -168,24 +168,26 @@ def test_framing_sign(templates: dict[str, Template]):
     assert values["good_share"] + values["bad_share"] == 100  # the same fact, framed two ways
     assert f"{values['good_share']}% of" in template.render("control", values)
     assert f"{values['bad_share']}% of" in template.render("treatment", values)
-    # positive frame "Good" (a_1 = 5), negative frame "Somewhat poor" (a_2 = 2), x = 0, k = 1:
-    # m = (|5 - 0| - |2 - 0|) / max(5, 2) = 3 / 5 = 0.6
-    assert m(template, values, 5, 2) == pytest.approx(0.6)
-    assert m(template, values, 2, 5) == pytest.approx(-0.6)
+    # positive frame "Good" (a_1 = 5), negative frame "Somewhat poor" (a_2 = 2), x = 6 ("Very good"), k = -1:
+    # m = -1 * (|5 - 6| - |2 - 6|) / max(1, 4) = 3 / 4 = 0.75
+    assert m(template, values, 5, 2) == pytest.approx(0.75)
+    assert m(template, values, 2, 5) == pytest.approx(-0.75)
 
 
 def test_status_quo_sign(templates: dict[str, Template]):
     template = templates["status_quo_bias"]
     values = template.sample_values(0)
-    # x_1 = x_2 = 6, k = 1. Status quo A in control (a_1 = 0), status quo B in treatment (a_2 = 6):
-    # m = (|0 - 6| - |6 - 6|) / max(6, 0) = 6 / 6 = 1
+    # x_1 = x_2 = 0, k = -1 (the authors'). Status quo A in control (a_1 = 0), status quo B in treatment (a_2 = 6):
+    # m = -1 * (|0 - 0| - |6 - 0|) / max(0, 6) = 6 / 6 = 1
     assert m(template, values, 0, 6) == pytest.approx(1.0)
-    # the same content both times (A, A): (|0 - 6| - |0 - 6|) / 6 = 0 -- no bias
+    # the same content both times (A, A): -(0 - 0) / 1e-8 = 0 -- no bias
     assert m(template, values, 0, 0) == 0.0
-    # always the alternative to the status quo: (|6 - 6| - |0 - 6|) / 6 = -1
+    # always the alternative to the status quo: -(6 - 0) / 6 = -1
     assert m(template, values, 6, 0) == pytest.approx(-1.0)
-    # indifferent both times: (3 - 3) / 3 = 0
+    # indifferent both times: -(3 - 3) / 3 = 0
     assert m(template, values, 3, 3) == 0.0
+    # status quo kept outright in the control, indifferent in the treatment: -(0 - 3) / 3 = 1
+    assert m(template, values, 0, 3) == pytest.approx(1.0)
 
 
 def test_planning_fallacy_sign(templates: dict[str, Template]):
@@ -201,39 +203,59 @@ def test_planning_fallacy_sign(templates: dict[str, Template]):
     assert m(template, values, 3, 4) == pytest.approx(0.5)
 
 
-@pytest.mark.parametrize(("majority", "x_1", "x_2"), [("A", 6, 0), ("B", 0, 6)])
-def test_bandwagon_follows_the_majority_label(templates: dict[str, Template], majority: str, x_1: int, x_2: int):
+@pytest.mark.parametrize(("majority", "k", "end"), [("A", -1, 0), ("B", 1, 6)])
+def test_bandwagon_follows_the_majority_label(templates: dict[str, Template], majority: str, k: int, end: int):
     template = templates["bandwagon_effect"]
     values = seed_where(template, majority=majority)
-    assert template.metric_params(values) == {"k": 1, "x_1": x_1, "x_2": x_2}
-    end = x_2  # the end of the scale that says "strongly prefer <majority>"
-    # the majority label both times although the opinions swapped labels:
-    # m = (|end - x_1| - |end - x_2|) / 6 = (6 - 0) / 6 = 1
+    assert template.metric_params(values) == {"k": k, "x_1": 0, "x_2": 6}
+    # `end` is the end of the scale that says "strongly prefer <majority>".
+    # The majority label both times although the opinions swapped labels:
+    # A: -1 * (|0 - 0| - |0 - 6|) / 6 = 1; B: 1 * (|6 - 0| - |6 - 6|) / 6 = 1
     assert m(template, values, end, end) == pytest.approx(1.0)
-    # following the content (the label switches): (0 - 0) or (6 - 6) over 6 = 0
+    # following the content (the label switches): (0 - 0) or (6 - 6) over 1e-8 = 0
     assert m(template, values, end, 6 - end) == 0.0
 
 
-@pytest.mark.parametrize(("slug", "flag", "value", "k"), [
-    ("halo_effect", "positive_halo", True, -1),
-    ("halo_effect", "positive_halo", False, 1),
-    ("optimism_bias", "event_positive", True, -1),
-    ("optimism_bias", "event_positive", False, 1),
-    ("social_desirability_bias", "statement_desirable_if_true", True, -1),
-    ("social_desirability_bias", "statement_desirable_if_true", False, 1),
-])
-def test_k_follows_the_drawn_direction(templates: dict[str, Template], slug: str, flag: str, value: bool, k: int):
+@pytest.mark.parametrize(
+    ("slug", "flag", "value", "k", "x"),
+    [
+        ("halo_effect", "positive_halo", True, 1, 6),
+        ("halo_effect", "positive_halo", False, -1, 6),
+        ("optimism_bias", "event_positive", True, -1, 0),
+        ("optimism_bias", "event_positive", False, 1, 0),
+        ("social_desirability_bias", "statement_desirable_if_true", True, 1, 6),
+        ("social_desirability_bias", "statement_desirable_if_true", False, -1, 6),
+    ],
+)
+def test_k_follows_the_drawn_direction(
+    templates: dict[str, Template], slug: str, flag: str, value: bool, k: int, x: int
+):
     template = templates[slug]
     values = seed_where(template, **{flag: value})
-    assert template.metric_params(values)["k"] == k
-    # a shift from the middle (a_1 = 3) one step towards the predicted side scores 1/4 or 1/3:
-    # up: -1 * (3 - 4) / 4 = 0.25; down: 1 * (3 - 2) / 3 = 1/3
-    a_2, expected = (4, 0.25) if k == -1 else (2, 1 / 3)
-    assert m(template, values, 3, a_2) == pytest.approx(expected)
+    assert template.metric_params(values) == {"k": k, "x_1": x, "x_2": x}
+    # a shift from the middle (a_1 = 3) one step towards the predicted side, "up" when the
+    # predicted side is the top of the scale (k = -1 from the bottom x = 0, k = 1 from the top x = 6):
+    # from the bottom: up -1 * (3 - 4) / 4 = 0.25, down 1 * (3 - 2) / 3 = 1/3;
+    # from the top: up 1 * (3 - 2) / 3 = 1/3, down -1 * (3 - 4) / 4 = 0.25
+    up = (k == -1) == (x == 0)
+    expected = (0.25 if x == 0 else 1 / 3) if up else (1 / 3 if x == 0 else 0.25)
+    assert m(template, values, 3, 4 if up else 2) == pytest.approx(expected)
 
 
-def test_stereotyping_options_order_atypical_before_stereotypical(templates: dict[str, Template]):
-    template = templates["stereotyping"]
+def test_stereotyping_likelihood_of_one_stereotypical_trait(templates: dict[str, Template]):
+    template = templates["stereotyping"]  # the authors' code: one trait, a 7-point likelihood scale
+    values = seed_where(template, group_group="Germans")
+    control = template.render("control", values, {g: "x" for g in template.gaps("control")})
+    assert '"Keeping meticulous filing systems at home"' in control and "Germans" not in control
+    assert "The group consists of Germans." in template.render("treatment", values)
+    # "Neither likely nor unlikely" (3) -> "Likely" (5), k = 1, x = 6 ("Very likely"):
+    # m = (|3 - 6| - |5 - 6|) / max(3, 1) = 2 / 3
+    assert m(template, values, 3, 5) == pytest.approx(2 / 3)
+
+
+def test_stereotyping_paper_text_variant_orders_atypical_before_stereotypical():
+    template = load_template(TEMPLATES_DIR / "stereotyping.yml", "paper_text")
+    assert template.variant == "paper_text" and template.n_options == 4
     values = seed_where(template, group_group="Germans")
     control = parse_question(template.render("control", values, {g: "x" for g in template.gaps("control")}), "c")
     assert control.options == (
@@ -265,6 +287,45 @@ def test_the_readme_example_for_a_new_domain_loads(tmp_path: Path):
     path.write_text(example, encoding="utf-8")
     template = load_template(path)
     values = template.sample_values(0)
-    assert template.metric_params(values) == {"k": 1, "x_1": 6, "x_2": 6}
-    # current plan both times: A in control (0), B in treatment (6): (|0 - 6| - |6 - 6|) / 6 = 1
+    assert template.metric_params(values) == {"k": -1, "x_1": 0, "x_2": 0}
+    # current plan both times: A in control (0), B in treatment (6): -1 * (|0 - 0| - |6 - 0|) / 6 = 1
     assert m(template, values, 0, 6) == pytest.approx(1.0)
+
+
+# ---------------------------------------------------------------------------- variants
+
+
+def test_a_variant_replaces_top_level_keys_and_is_validated(tmp_path: Path):
+    data = raw("anchoring")
+    data["variants"] = {"paper_text": {"metric": {"k": -1, "x_1": 0, "x_2": 0}}}
+    path = tmp_path / "anchoring.yml"
+    path.write_text(yaml.safe_dump(data))
+    values = load_template(path).sample_values(0)
+    assert load_template(path).variant is None and load_template(path).metric_params(values)["k"] == 1
+    variant = load_template(path, "paper_text")
+    assert variant.variant == "paper_text" and variant.variants == ("paper_text",)
+    assert variant.metric_params(values) == {"k": -1, "x_1": 0, "x_2": 0}
+    assert variant.control == load_template(path).control  # keys the variant does not give stay
+    assert load_template(path, "other").variant is None  # a variant the file lacks: the default reading
+    data["variants"] = {"paper_text": {"bias": "Framing Effect"}}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(Exception, match=r"anchoring\.yml: variants\.paper_text: unknown key"):
+        load_template(path)
+    data["variants"] = {"paper_text": {"metric": {"k": "undeclared_name", "x_1": 0, "x_2": 0}}}
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(Exception, match=r"anchoring\.yml \[variant paper_text\]: metric\.k"):
+        load_template(path)  # checked even when the default is asked for
+
+
+def test_load_templates_applies_a_variant_where_offered():
+    loaded = load_templates([TEMPLATES_DIR], variant="paper_text")
+    assert {slug for slug, t in loaded.items() if t.variant == "paper_text"} == {
+        "anthropomorphism",
+        "conservatism",
+        "stereotyping",
+    }
+    assert loaded["anchoring"].variant is None and len(loaded) == 30
+    with pytest.raises(Exception, match="no template given offers the variant 'nope'"):
+        load_templates([TEMPLATES_DIR], variant="nope")
+    with pytest.raises(Exception, match="offers the variant 'paper_text'"):
+        load_templates([TEMPLATES_DIR], ["anchoring"], variant="paper_text")

@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import csv
 import hashlib
-import http.server
 import re
 import shutil
 import socket
-import threading
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -262,44 +259,6 @@ def test_well_formed_fake_file_loads_with_start_lines(fake_prompt_file) -> None:
 # ------------------------------------------------------------------------------ download + cache
 
 
-@pytest.fixture
-def upstream(tmp_path: Path) -> Iterator[SimpleNamespace]:
-    """A local http.server on 127.0.0.1 (random port) serving `root`; records request paths."""
-    root = tmp_path / "upstream"
-    root.mkdir()
-    requests: list[str] = []
-
-    class Handler(http.server.SimpleHTTPRequestHandler):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, directory=str(root), **kwargs)
-
-        def do_GET(self) -> None:
-            requests.append(self.path)
-            super().do_GET()
-
-        def log_message(self, *args) -> None:  # keep pytest output clean
-            pass
-
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield SimpleNamespace(root=root, url=f"http://127.0.0.1:{server.server_address[1]}", requests=requests)
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
-
-
-@pytest.fixture
-def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """No local data dir, an empty cache in tmp_path."""
-    monkeypatch.delenv("BIASMONKEY_DATA_DIR", raising=False)
-    cache = tmp_path / "cache"
-    monkeypatch.setenv("BIASMONKEY_CACHE_DIR", str(cache))
-    return cache
-
-
 def _serve(upstream: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, files: dict[str, bytes]) -> None:
     for rel, payload in files.items():
         dest = upstream.root / rel
@@ -351,7 +310,9 @@ def test_download_with_wrong_content_is_rejected_and_not_cached(upstream, cache_
 def test_corrupt_cached_file_is_not_trusted(upstream, cache_dir: Path, monkeypatch) -> None:
     # Stand-in content with its sha pinned, so this runs without the real data.
     good = b"pinned content\n"
-    monkeypatch.setitem(data.FILES, "prompts/acquiescence.csv", ("prompts/acquiescence.csv", hashlib.sha256(good).hexdigest()))
+    monkeypatch.setitem(
+        data.FILES, "prompts/acquiescence.csv", ("prompts/acquiescence.csv", hashlib.sha256(good).hexdigest())
+    )
     _serve(upstream, monkeypatch, {"prompts/acquiescence.csv": good})
     path = resolve("prompts/acquiescence.csv")
     assert path.read_bytes() == good and len(upstream.requests) == 1
@@ -383,7 +344,9 @@ def test_unreachable_server_mentions_the_data_dir_variable(cache_dir: Path, monk
 
 def test_cached_copy_works_offline(upstream, cache_dir: Path, monkeypatch) -> None:
     good = b"pinned content\n"
-    monkeypatch.setitem(data.FILES, "prompts/acquiescence.csv", ("prompts/acquiescence.csv", hashlib.sha256(good).hexdigest()))
+    monkeypatch.setitem(
+        data.FILES, "prompts/acquiescence.csv", ("prompts/acquiescence.csv", hashlib.sha256(good).hexdigest())
+    )
     _serve(upstream, monkeypatch, {"prompts/acquiescence.csv": good})
     path = resolve("prompts/acquiescence.csv")
     shutil.rmtree(upstream.root)  # the server has nothing any more

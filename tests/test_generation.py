@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from inspect_ai.model import get_model
-from test_inspect import output, run, scripted, metrics
+from test_inspect import metrics, output, run, scripted
 
 from biasmonkey.harness_ext.cli import main
 from biasmonkey.harness_ext.cognitive_generate import inspect_asker
@@ -30,8 +30,8 @@ from biasmonkey.tasks.cognitive.generation.generate import (
     read_scenarios,
     seed_of_test,
 )
-from biasmonkey.tasks.fetch import DataError
 from biasmonkey.tasks.cognitive.generation.template import TemplateError, load_template, load_templates
+from biasmonkey.tasks.fetch import DataError
 
 FIXTURE = Path(__file__).parent / "fixtures" / "generation" / "anchoring.yml"
 TASK = "describe a task of allocating one resource to one purpose. Do not include any numbers."
@@ -67,8 +67,13 @@ def test_template_gaps_values_and_rendering() -> None:
     anchor = rng.randint(0, 100)
     urgent = rng.random() < 0.5
     manner = ["in a meeting", "by email"][rng.randrange(2)]
-    assert values == {"n_options": 11, "anchor": anchor, "urgent": urgent, "manner": manner,
-                      "anchor_option": round(anchor / 10)}
+    assert values == {
+        "n_options": 11,
+        "anchor": anchor,
+        "urgent": urgent,
+        "manner": manner,
+        "anchor_option": round(anchor / 10),
+    }
     assert t.sample_values(7) == values
     assert t.metric_params({**values, "anchor_option": 9}) == {"k": 1, "x_1": 9, "x_2": 9}
     text = t.render("treatment", {**values, "anchor": 87, "manner": "by email"}, {**GOOD, "name a colleague": "Kim"})
@@ -92,11 +97,21 @@ BAD_TEMPLATES = [
     ("round(anchor / 10)", "round(anchr / 10)", "values.anchor_option", "unknown name 'anchr'"),
     ("[no_numbers]", "[no_digits]", "checks", "unknown check 'no_digits'"),
     ("[no_numbers]", "[max_words]", "checks", "needs a whole-number argument"),
-    ("  options: percentage11\nvalues", "  options: likert7_agree\nvalues", "treatment.options", "has 7 options, control has 11"),
+    (
+        "  options: percentage11\nvalues",
+        "  options: likert7_agree\nvalues",
+        "treatment.options",
+        "has 7 options, control has 11",
+    ),
     ("low: 0, high: 100", "low: 0", "values.anchor", "high"),
     ("x_2: anchor_option", "x_2: manner_option", "metric.x_2", "unknown name"),
     ("bias: Anchoring", "bias: Anchoring Effect", "bias", "unknown bias"),
-    ("[[name a colleague]]", "[[name a colleague of {{manner}}]]", "[[name a colleague of {{manner}}]]", "cannot contain"),
+    (
+        "[[name a colleague]]",
+        "[[name a colleague of {{manner}}]]",
+        "[[name a colleague of {{manner}}]]",
+        "cannot contain",
+    ),
 ]
 
 
@@ -127,33 +142,39 @@ def test_checks_must_name_a_gap_and_biases_must_have_templates(tmp_path: Path) -
 # ---------------------------------------------------------------------------- expressions, checks, JSON
 
 
-@pytest.mark.parametrize(("text", "expected"), [
-    ("round(anchor / 10)", 8),  # 85 / 10 = 8.5 rounds half to even: 8
-    ("round(95 / 10)", 10),
-    ("n_options - 1 - anchor // 10", 11 - 1 - 8),
-    ("1 if anchor > 50 and not flag else -1", 1),
-    ("max(0, min(n_options - 1, anchor % 7))", 1),  # 85 % 7 = 1
-    ("'A' if flag else 'B'", "B"),
-    ("label == 'x' or 2 ** 3", 8),
-    ("-abs(3 - anchor)", -82),
-    ("int(7 / 2) + 0 < 4 <= 4", True),
-])
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("round(anchor / 10)", 8),  # 85 / 10 = 8.5 rounds half to even: 8
+        ("round(95 / 10)", 10),
+        ("n_options - 1 - anchor // 10", 11 - 1 - 8),
+        ("1 if anchor > 50 and not flag else -1", 1),
+        ("max(0, min(n_options - 1, anchor % 7))", 1),  # 85 % 7 = 1
+        ("'A' if flag else 'B'", "B"),
+        ("label == 'x' or 2 ** 3", 8),
+        ("-abs(3 - anchor)", -82),
+        ("int(7 / 2) + 0 < 4 <= 4", True),
+    ],
+)
 def test_expressions(text: str, expected: object) -> None:
     values = {"anchor": 85, "flag": False, "label": "y", "n_options": 11}
     assert evaluate(compile_expression(text, values), values) == expected
 
 
-@pytest.mark.parametrize(("text", "words"), [
-    ("__import__('os')", "only calls of"),
-    ("anchor.real", "not allowed"),
-    ("[x for x in (1, 2)]", "not allowed"),
-    ("lambda: 1", "not allowed"),
-    ("values['anchor']", "not allowed"),
-    ("sorted(anchor)", "only calls of"),
-    ("round(anchor, ndigits=1)", "positional"),
-    ("anchor +", "not a valid expression"),
-    ("nope", "unknown name 'nope'"),
-])
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("__import__('os')", "only calls of"),
+        ("anchor.real", "not allowed"),
+        ("[x for x in (1, 2)]", "not allowed"),
+        ("lambda: 1", "not allowed"),
+        ("values['anchor']", "not allowed"),
+        ("sorted(anchor)", "only calls of"),
+        ("round(anchor, ndigits=1)", "positional"),
+        ("anchor +", "not a valid expression"),
+        ("nope", "unknown name 'nope'"),
+    ],
+)
 def test_expressions_refused(text: str, words: str) -> None:
     with pytest.raises(ExpressionError, match=words.replace("(", r"\(")):
         compile_expression(text, {"anchor"})
@@ -164,25 +185,28 @@ def test_expression_runtime_error() -> None:
         evaluate(compile_expression("1 / anchor", {"anchor"}), {"anchor": 0})
 
 
-@pytest.mark.parametrize(("spec", "text", "passes"), [
-    ("no_numbers", "split the budget for backups", True),
-    ("no_numbers", "someone often splits it", True),  # no number word inside other words
-    ("no_numbers", "split 5 budgets", False),
-    ("no_numbers", "split it into Three parts", False),
-    ("no_numbers", "spend a tenth... ten percent", False),
-    ("second_person", "Your team asks", True),
-    ("second_person", "The team asks", False),
-    ("no_first_person", "the US market grows", True),
-    ("no_first_person", "we expand", False),
-    ("no_first_person", "I think", False),
-    ("no_order", "a choice a manager makes", True),
-    ("no_order", "the former plan", False),
-    ("no_order", "option B is cheaper", False),
-    ("no_order", "plan 2 is cheaper", False),
-    ("no_order", "A and B", False),
-    ("max_words:3", "one two three", True),
-    ("max_words:3", "one two three four", False),
-])
+@pytest.mark.parametrize(
+    ("spec", "text", "passes"),
+    [
+        ("no_numbers", "split the budget for backups", True),
+        ("no_numbers", "someone often splits it", True),  # no number word inside other words
+        ("no_numbers", "split 5 budgets", False),
+        ("no_numbers", "split it into Three parts", False),
+        ("no_numbers", "spend a tenth... ten percent", False),
+        ("second_person", "Your team asks", True),
+        ("second_person", "The team asks", False),
+        ("no_first_person", "the US market grows", True),
+        ("no_first_person", "we expand", False),
+        ("no_first_person", "I think", False),
+        ("no_order", "a choice a manager makes", True),
+        ("no_order", "the former plan", False),
+        ("no_order", "option B is cheaper", False),
+        ("no_order", "plan 2 is cheaper", False),
+        ("no_order", "A and B", False),
+        ("max_words:3", "one two three", True),
+        ("max_words:3", "one two three four", False),
+    ],
+)
 def test_checks(spec: str, text: str, passes: bool) -> None:
     assert (parse_check(spec)(text) is None) == passes
 
@@ -218,8 +242,17 @@ def test_generation_writes_rows_in_the_published_schema(tmp_path: Path) -> None:
 
     out = tmp_path / "gen.csv"
     report = run_generation(ask, out, per_scenario=2, seed=3)
-    assert report == {"anchoring": {"planned": 4, "resumed": 0, "written": 4, "failed": 0, "model_calls": 8,
-                                    "rejections": {}, "failed_by_reason": {}}}
+    assert report == {
+        "anchoring": {
+            "planned": 4,
+            "resumed": 0,
+            "written": 4,
+            "failed": 0,
+            "model_calls": 8,
+            "rejections": {},
+            "failed_by_reason": {},
+        }
+    }
     # two calls per test: the control's 4 gaps, then only the treatment's own gap
     assert [r.keys for r in requests[:2]] == [tuple(GOOD), ("name a colleague",)]
     assert "Suppose you are an IT manager at a bank." in requests[1].prompt  # shared gaps already filled
@@ -245,22 +278,28 @@ def test_generation_writes_rows_in_the_published_schema(tmp_path: Path) -> None:
     assert tests[0].x_1 == x and len(tests[0].treatment.options) == 11
     journal = [json.loads(line) for line in output_paths(out)["progress"].read_text().splitlines()]
     assert [(j["scenario_index"], j["number"], j["seed"], j["status"]) for j in journal] == [
-        (0, 0, seeds[0], "written"), (0, 1, seeds[1], "written"), (1, 0, seeds[2], "written"), (1, 1, seeds[3], "written")]
+        (0, 0, seeds[0], "written"),
+        (0, 1, seeds[1], "written"),
+        (1, 0, seeds[2], "written"),
+        (1, 1, seeds[3], "written"),
+    ]
     assert json.loads(output_paths(out)["report_json"].read_text())["anchoring"]["written"] == 4
     assert json.loads(output_paths(out)["diversity_json"].read_text())["groups"]["all"]["tests"] == 4
 
 
 def test_invalid_json_and_violated_instruction_are_retried(tmp_path: Path) -> None:
-    replies = iter([
-        "Here you go: a/an = an",                       # test 1, control: no JSON
-        lambda r: reply(r),                               # test 1, control: fine
-        lambda r: reply(r, **{"name a colleague": ""}),  # test 1, treatment: empty insertion
-        lambda r: reply(r),                               # test 1, treatment: fine
-        lambda r: reply(r, **{TASK: "split 3 budgets"}),  # test 2, control: digits in a no_numbers gap
-        lambda r: json.dumps({"a/an": "an"}),             # test 2, control: gaps missing
-        lambda r: reply(r),                               # test 2, control: fine
-        lambda r: reply(r),                               # test 2, treatment: fine
-    ])
+    replies = iter(
+        [
+            "Here you go: a/an = an",  # test 1, control: no JSON
+            lambda r: reply(r),  # test 1, control: fine
+            lambda r: reply(r, **{"name a colleague": ""}),  # test 1, treatment: empty insertion
+            lambda r: reply(r),  # test 1, treatment: fine
+            lambda r: reply(r, **{TASK: "split 3 budgets"}),  # test 2, control: digits in a no_numbers gap
+            lambda r: json.dumps({"a/an": "an"}),  # test 2, control: gaps missing
+            lambda r: reply(r),  # test 2, control: fine
+            lambda r: reply(r),  # test 2, treatment: fine
+        ]
+    )
     prompts: list[str] = []
 
     def ask(request: Request) -> str:
@@ -270,7 +309,11 @@ def test_invalid_json_and_violated_instruction_are_retried(tmp_path: Path) -> No
 
     report = run_generation(ask, tmp_path / "gen.csv")
     assert report["anchoring"] == {
-        "planned": 2, "resumed": 0, "written": 2, "failed": 0, "model_calls": 8,
+        "planned": 2,
+        "resumed": 0,
+        "written": 2,
+        "failed": 0,
+        "model_calls": 8,
         "rejections": {"check:no_numbers": 1, "empty_gap": 1, "invalid_json": 1, "missing_gap": 1},
         "failed_by_reason": {},
     }
@@ -293,7 +336,11 @@ def test_retry_exhaustion_is_counted_and_reported(tmp_path: Path) -> None:
     report = run_generation(ask, out, max_retries=2)
     # each failed test: 1 call + 2 retries = 3 rejected replies
     assert report["anchoring"] == {
-        "planned": 2, "resumed": 0, "written": 0, "failed": 2, "model_calls": 6,
+        "planned": 2,
+        "resumed": 0,
+        "written": 0,
+        "failed": 2,
+        "model_calls": 6,
         "rejections": {"check:no_numbers": 3, "invalid_json": 3},
         "failed_by_reason": {"check:no_numbers": 1, "invalid_json": 1},
     }
@@ -319,8 +366,15 @@ def test_resume_skips_written_tests_and_retries_failed_ones(tmp_path: Path) -> N
 
     second = run_generation(ask, out, per_scenario=2)
     # 4 planned; the written one is resumed; the failed one and the 2 new ones are generated
-    assert second["anchoring"] == {"planned": 4, "resumed": 1, "written": 3, "failed": 0, "model_calls": 6,
-                                   "rejections": {}, "failed_by_reason": {}}
+    assert second["anchoring"] == {
+        "planned": 4,
+        "resumed": 1,
+        "written": 3,
+        "failed": 0,
+        "model_calls": 6,
+        "rejections": {},
+        "failed_by_reason": {},
+    }
     assert sum(SCENARIOS[0] in p for p in asked) == 2 and sum(SCENARIOS[1] in p for p in asked) == 4
     tests = load_tests(data_path=out)
     assert len(tests) == 4 and len({t.id for t in tests}) == 4
@@ -351,8 +405,9 @@ def test_inspect_mockllm_generator_and_the_cognitive_task_on_its_output(tmp_path
 
     # the generated file runs through the Inspect cognitive task unchanged
     model = scripted({}, default=output("Option 3: 20%"))
-    log = run("biasmonkey/cognitive_anchoring", model, tmp_path,
-              task_args={"data_path": str(out), "protocol": "one_step"})
+    log = run(
+        "biasmonkey/cognitive_anchoring", model, tmp_path, task_args={"data_path": str(out), "protocol": "one_step"}
+    )
     assert log.status == "success", log.error
     m = metrics(log)
     # both sides answer offered option 3, the same original option: m = k(|a-x| - |a-x|)/... = 0
@@ -376,14 +431,68 @@ def test_cli_generate_with_a_real_model_counts_failures(tiny_model: Path, tmp_pa
     scenarios = tmp_path / "scenarios.txt"
     scenarios.write_text("\n".join(SCENARIOS) + "\n\n")
     out = tmp_path / "gen.csv"
-    code = main(["generate", "--templates", str(FIXTURE), "--scenarios", str(scenarios), "--limit-scenarios", "1",
-                 "--model", f"hf/{tiny_model}", "-M", "device=cpu", "--max-tokens", "8", "--max-retries", "1",
-                 "--out", str(out)])
+    code = main(
+        [
+            "generate",
+            "--templates",
+            str(FIXTURE),
+            "--scenarios",
+            str(scenarios),
+            "--limit-scenarios",
+            "1",
+            "--model",
+            f"hf/{tiny_model}",
+            "-M",
+            "device=cpu",
+            "--max-tokens",
+            "8",
+            "--max-retries",
+            "1",
+            "--out",
+            str(out),
+        ]
+    )
     report = json.loads(output_paths(out)["report_json"].read_text())["anchoring"]
     # the random tiny model writes no usable JSON: one test, 1 + 1 rejected replies, nothing written
     assert code == 1
     assert (report["planned"], report["written"], report["failed"], report["model_calls"]) == (1, 0, 1, 2)
     assert sum(report["rejections"].values()) == 2
+
+
+def test_cli_generate_template_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
+    """--template-variant reaches load_templates and changes the generated tests; no model is called."""
+    import biasmonkey.harness_ext.cognitive_generate as cg
+    import biasmonkey.tasks.cognitive.generation.template as template_module
+
+    variants: list[str | None] = []
+
+    def spy(paths, biases=None, variant=None):
+        variants.append(variant)
+        return load_templates(paths, biases, variant)
+
+    monkeypatch.setattr(template_module, "load_templates", spy)
+    monkeypatch.setattr(cg, "inspect_asker", lambda *a, **k: lambda r: json.dumps({key: "a team" for key in r.keys}))
+    scenarios = tmp_path / "scenarios.txt"
+    scenarios.write_text(SCENARIOS[0] + "\n")
+
+    def generate(*extra: str) -> tuple[int, pd.DataFrame | None]:
+        out = tmp_path / f"gen{len(variants)}.csv"
+        args = ["generate", "--biases", "stereotyping", "--scenarios", str(scenarios), "--model", "x", "--out"]
+        code = main([*args, str(out), *extra])
+        return code, pd.read_csv(out, dtype=str) if out.exists() else None
+
+    code, default = generate()
+    assert code == 0 and variants == [None]
+    code, paper = generate("--template-variant", "paper_text")
+    assert code == 0 and variants[1:] == [None, "paper_text"]
+    assert "Very likely" in default["treatment"][0] and "Very likely" not in paper["treatment"][0]
+    assert "Which of the following is most likely true of most people in the group?" in paper["treatment"][0]
+    assert json.loads(paper["metric_params"][0]) == {"k": -1, "x_1": 0, "x_2": 0}
+
+    capsys.readouterr()
+    assert generate("--template-variant", "nope") == (2, None)
+    err = capsys.readouterr().err
+    assert "--template-variant" in err and "'nope'" in err and "paper_text" in err and "Traceback" not in err
 
 
 # ---------------------------------------------------------------------------- diversity
@@ -393,7 +502,7 @@ def test_diversity_hand_computed() -> None:
     a, b, c = "a b c d", "a b c e", "x y z w"
     # a vs [b]: 1-gram 3/4, 2-gram 2/3 (ab, bc), 3-gram 1/2 (abc), 4-gram 0 -> 0.1/1 (method1);
     # same length, so no brevity penalty: BLEU = (3/4 · 2/3 · 1/2 · 1/10)^(1/4) = 0.025^(1/4)
-    ab = 0.025 ** 0.25
+    ab = 0.025**0.25
     assert self_bleu([a, b]) == pytest.approx(ab, abs=1e-9)
     # c shares no word with a or b: nltk gives 0 when no unigram matches (smoothing is not applied);
     # a and b still score ab against [b, c] and [a, c] (c adds no matching n-gram): (2·ab + 0)/3
@@ -403,9 +512,11 @@ def test_diversity_hand_computed() -> None:
     assert rouge_l([a, b, c]) == pytest.approx(0.75 / 3)
     assert self_bleu([a]) is None and rouge_l([a]) is None
     # rows: a test's text is its control then its treatment
-    rows = [{"bias": "Anchoring", "control": "a b", "treatment": "c d"},
-            {"bias": "Anchoring", "control": "a b", "treatment": "c e"},
-            {"bias": "Framing Effect", "control": "x y", "treatment": "z w"}]
+    rows = [
+        {"bias": "Anchoring", "control": "a b", "treatment": "c d"},
+        {"bias": "Anchoring", "control": "a b", "treatment": "c e"},
+        {"bias": "Framing Effect", "control": "x y", "treatment": "z w"},
+    ]
     groups = diversity(rows, seed=1)["groups"]
     assert groups["Anchoring"]["self_bleu"] == pytest.approx(ab, abs=1e-9)
     assert groups["all"]["rouge_l"] == pytest.approx(0.25)

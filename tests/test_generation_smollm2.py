@@ -29,15 +29,29 @@ def test_smollm2_generates_through_inspect(tmp_path: Path) -> None:
     scenarios = tmp_path / "scenarios.txt"
     scenarios.write_text(SCENARIOS[0] + "\n")
     out = tmp_path / "gen.csv"
-    code = main([
-        "generate", "--biases", "anchoring,framing_effect", "--scenarios", str(scenarios),
-        "--model", f"hf/{ensure_default_model()}", "-M", "device=cpu",
-        "--max-tokens", "48", "--max-retries", "0", "--out", str(out),
-    ])
+    code = main(
+        [
+            "generate",
+            "--biases",
+            "anchoring,framing_effect",
+            "--scenarios",
+            str(scenarios),
+            "--model",
+            f"hf/{ensure_default_model()}",
+            "-M",
+            "device=cpu",
+            "--max-tokens",
+            "48",
+            "--max-retries",
+            "0",
+            "--out",
+            str(out),
+        ]
+    )
     report = json.loads(output_paths(out)["report_json"].read_text())
     journal = [json.loads(line) for line in output_paths(out)["progress"].read_text().splitlines()]
     assert set(report) == {"anchoring", "framing_effect"} and len(journal) == 2
-    for slug, counts in report.items():
+    for counts in report.values():
         assert counts["planned"] == 1 and counts["written"] + counts["failed"] == 1
         assert counts["model_calls"] >= 1
     for outcome in journal:

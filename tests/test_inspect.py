@@ -23,11 +23,11 @@ from inspect_ai.model import (
     TopLogprob,
     get_model,
 )
-
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect_logprobs import label_logprobs
-from biasmonkey.harness_ext.inspect_tasks import TASKS, pair_samples, records_from_eval_log
+from biasmonkey.harness_ext.inspect.response_bias import TASKS, pair_samples
+from biasmonkey.harness_ext.logs import records_from_eval_log
+from biasmonkey.metrics.top_logprobs import label_logprobs
 from biasmonkey.tasks.response_bias.options import RunOptions
 
 pytestmark = pytest.mark.usefixtures("data_dir")
@@ -78,16 +78,18 @@ def metrics(log: EvalLog) -> dict[str, float]:
 
 def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
     (q1, qp1), (q2, qp2) = prompts()
-    model = scripted({
-        # pair 1: q  A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → p_q = [2/3, 1/3]
-        #         q' A = "▁A" .5 + "A" .1 = .6, B = "B" .2 → p_q' = [3/4, 1/4]
-        #         acquiescence Δ = 100(q'[a] − q[a]) = 100(.75 − .6667) = 8.3333
-        q1: lambda: output("A", [(" A", .3), ("x", .3), ("ĠB", .2), ("A", .1)]),
-        qp1: lambda: output("A", [("▁A", .5), ("B", .2), ("A", .1), ("y", .1)]),
-        # pair 2: p_q = [.5, .5], p_q' = [.7, .1]/.8 = [.875, .125] → Δ = 37.5
-        q2: lambda: output("A", [(" A", .5), (" B", .5)]),
-        qp2: lambda: output("A", [(" A", .7), (" B", .1)]),
-    })
+    model = scripted(
+        {
+            # pair 1: q  A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → p_q = [2/3, 1/3]
+            #         q' A = "▁A" .5 + "A" .1 = .6, B = "B" .2 → p_q' = [3/4, 1/4]
+            #         acquiescence Δ = 100(q'[a] − q[a]) = 100(.75 − .6667) = 8.3333
+            q1: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
+            qp1: lambda: output("A", [("▁A", 0.5), ("B", 0.2), ("A", 0.1), ("y", 0.1)]),
+            # pair 2: p_q = [.5, .5], p_q' = [.7, .1]/.8 = [.875, .125] → Δ = 37.5
+            q2: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+            qp2: lambda: output("A", [(" A", 0.7), (" B", 0.1)]),
+        }
+    )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=2)
     assert log.status == "success", log.error
     m = metrics(log)
@@ -111,24 +113,26 @@ def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
 
 
 def test_an_option_missing_from_the_top_k_gets_the_documented_floor(tmp_path: Path) -> None:
-    (q1, qp1), = prompts(n=1)
-    model = scripted({
-        q1: lambda: output("A", [(" A", .5), (" B", .5)]),
-        # B is not returned: floor = min(smallest returned .08, unreturned 1 − .98 = .02) = .02
-        # → p_q' = [.6, .02]/.62 = [.967742, .032258]; Δ = 100(.967742 − .5) = 46.7742
-        qp1: lambda: output("A", [("A", .6), ("x", .3), ("y", .08)]),
-    })
+    ((q1, qp1),) = prompts(n=1)
+    model = scripted(
+        {
+            q1: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+            # B is not returned: floor = min(smallest returned .08, unreturned 1 − .98 = .02) = .02
+            # → p_q' = [.6, .02]/.62 = [.967742, .032258]; Δ = 100(.967742 − .5) = 46.7742
+            qp1: lambda: output("A", [("A", 0.6), ("x", 0.3), ("y", 0.08)]),
+        }
+    )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1)
     m = metrics(log)
     assert m["imputed_options"] == 1
     assert m["delta"] == pytest.approx(46.774194, abs=1e-5)
     # No option at all in the top-k: both get the floor min(.3, (1 − .9)/2) = .05 → uniform.
-    lps, n_imputed = label_logprobs([("x", math.log(.6)), ("y", math.log(.3))], ["A", "B"])
-    assert n_imputed == 2 and lps == pytest.approx([math.log(.05)] * 2)
+    lps, n_imputed = label_logprobs([("x", math.log(0.6)), ("y", math.log(0.3))], ["A", "B"])
+    assert n_imputed == 2 and lps == pytest.approx([math.log(0.05)] * 2)
 
 
 def test_sample_mode_counts_invalid_answers(tmp_path: Path) -> None:
-    (q1, qp1), = prompts(n=1)
+    ((q1, qp1),) = prompts(n=1)
     q_answers, qp_answers = iter(["A", "A", "B", ""]), iter(["A", "B", "B", "Maybe"])
     model = scripted({q1: lambda: output(next(q_answers)), qp1: lambda: output(next(qp_answers))})
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, task_args={"mode": "sample", "n_samples": 4})
@@ -142,11 +146,12 @@ def test_sample_mode_counts_invalid_answers(tmp_path: Path) -> None:
 
 
 def test_epochs_pool_the_sampled_answers_per_key(tmp_path: Path) -> None:
-    (q1, qp1), = prompts(n=1)
+    ((q1, qp1),) = prompts(n=1)
     q_answers, qp_answers = iter(["A", "B", "", ""]), iter(["A", "A", "A", "B"])
     model = scripted({q1: lambda: output(next(q_answers)), qp1: lambda: output(next(qp_answers))})
-    log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, epochs=4,
-              task_args={"mode": "sample", "n_samples": 1})
+    log = run(
+        "biasmonkey/acquiescence", model, tmp_path, limit=1, epochs=4, task_args={"mode": "sample", "n_samples": 1}
+    )
     # Pooled over the 4 epochs: q = [1, 1] → [.5, .5]; q' = [3, 1] → [.75, .25]; Δ = 100(.75 − .5) = 25.
     # (A mean of per-epoch Δs could only be 0 or 50 here: two epochs have no valid q answer.)
     m = metrics(log)
@@ -169,8 +174,9 @@ def test_every_task_is_registered_and_runs(tmp_path: Path) -> None:
     names = [f"biasmonkey/{name}" for name in TASKS]
     assert len(names) == 20 and "biasmonkey/odd_even_letter_swap" in names
     top = [(f" {letter}", 0.1 + 0.02 * i) for i, letter in enumerate("ABCDEF")]
-    logs = inspect_eval(names, model=scripted({}, default=output("A", top)), limit=1,
-                        log_dir=str(tmp_path / "logs"), display="none")
+    logs = inspect_eval(
+        names, model=scripted({}, default=output("A", top)), limit=1, log_dir=str(tmp_path / "logs"), display="none"
+    )
     assert [log.status for log in logs] == ["success"] * 20
     assert all(metrics(log)["n_pairs"] == 1 and metrics(log)["imputed_options"] == 0 for log in logs)
 
@@ -187,7 +193,10 @@ def test_task_parameters_are_validated() -> None:
     assert len(TASKS["allow_forbid"]().dataset) == 40
     assert len(TASKS["allow_forbid"](allow_forbid_all=True).dataset) == 48
     # a perturbation seed draws new typos (same keys, other prompts)
-    published, seeded = TASKS["acquiescence_key_typo"]().dataset, TASKS["acquiescence_key_typo"](perturbation_seed=7).dataset
+    published, seeded = (
+        TASKS["acquiescence_key_typo"]().dataset,
+        TASKS["acquiescence_key_typo"](perturbation_seed=7).dataset,
+    )
     assert sorted(s.id for s in published) == sorted(s.id for s in seeded)
     assert {s.metadata["qp_prompt"] for s in published} != {s.metadata["qp_prompt"] for s in seeded}
 
@@ -195,9 +204,23 @@ def test_task_parameters_are_validated() -> None:
 def test_inspect_cli_runs_a_task_from_any_directory(tiny_model: Path, tmp_path: Path) -> None:
     inspect = Path(sys.executable).with_name("inspect")
     vocab = len(AutoTokenizer.from_pretrained(tiny_model))  # every token's log-prob: nothing imputed
-    cmd = [str(inspect), "eval", "biasmonkey/acquiescence_key_typo", "--model", f"hf/{tiny_model}",
-           "-M", "device=cpu", "-T", f"top_logprobs={vocab}", "--limit", "3", "--log-dir", str(tmp_path / "logs"),
-           "--display", "none"]
+    cmd = [
+        str(inspect),
+        "eval",
+        "biasmonkey/acquiescence_key_typo",
+        "--model",
+        f"hf/{tiny_model}",
+        "-M",
+        "device=cpu",
+        "-T",
+        f"top_logprobs={vocab}",
+        "--limit",
+        "3",
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--display",
+        "none",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (log_file,) = (tmp_path / "logs").glob("*.eval")
@@ -211,10 +234,14 @@ def test_summarize_reads_inspect_logs(tmp_path: Path) -> None:
     from biasmonkey.harness_ext.cli import main
 
     (q1, qp1), (q2, qp2) = prompts()
-    model = scripted({
-        q1: lambda: output("A", [(" A", .5), (" B", .5)]), qp1: lambda: output("A", [(" A", .6), (" B", .4)]),
-        q2: lambda: output("A", [(" A", .5), (" B", .5)]), qp2: lambda: output("A", [(" A", .8), (" B", .2)]),
-    })
+    model = scripted(
+        {
+            q1: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+            qp1: lambda: output("A", [(" A", 0.6), (" B", 0.4)]),
+            q2: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+            qp2: lambda: output("A", [(" A", 0.8), (" B", 0.2)]),
+        }
+    )
     run("biasmonkey/acquiescence", model, tmp_path, limit=2)
     assert main(["summarize", str(tmp_path / "logs")]) == 0
     md = (tmp_path / "logs" / "summary.md").read_text()
@@ -229,8 +256,18 @@ def test_the_eval_set_config_runs_the_whole_suite(tiny_model: Path, tmp_path: Pa
     config = REPO / "configs" / "inspect_response_bias.yaml"
     vocab = len(AutoTokenizer.from_pretrained(tiny_model))
     log_dir = tmp_path / "logs"
-    args = ["inspect-eval-set", str(config), "--model", f"hf/{tiny_model}", "--log-dir", str(log_dir),
-            "--limit", "2", "-T", f"top_logprobs={vocab}"]
+    args = [
+        "inspect-eval-set",
+        str(config),
+        "--model",
+        f"hf/{tiny_model}",
+        "--log-dir",
+        str(log_dir),
+        "--limit",
+        "2",
+        "-T",
+        f"top_logprobs={vocab}",
+    ]
     assert main(args) == 0
     assert main(["summarize", str(log_dir)]) == 0
     rows = list(csv.DictReader((log_dir / "summary.csv").open()))
@@ -238,7 +275,7 @@ def test_the_eval_set_config_runs_the_whole_suite(tiny_model: Path, tmp_path: Pa
 
 
 def test_eval_set_config_errors_name_the_problem(tmp_path: Path) -> None:
-    from biasmonkey.harness_ext.inspect_eval_set import load_eval_set_config, parse_task_args
+    from biasmonkey.harness_ext.inspect.eval_set import load_eval_set_config, parse_task_args
 
     bad = tmp_path / "set.yaml"
     bad.write_text("tasks: [biasmonkey/acquiescence]\nlog_dri: logs\n")

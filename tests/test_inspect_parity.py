@@ -19,8 +19,7 @@ from inspect_ai import eval as inspect_eval
 from test_lm_eval_e2e import REPO, run_lm_eval
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect_tasks import records_from_eval_log
-from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics import summarize_deltas
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
@@ -33,8 +32,13 @@ def inspect_records(model: Path, log_dir: Path, limit: int, raw_prompt: bool) ->
     model_args = {"device": "cpu", "dtype": "float64", **(RAW_PROMPT if raw_prompt else {})}
     vocab = len(AutoTokenizer.from_pretrained(model))
     logs = inspect_eval(
-        [f"biasmonkey/{t}" for t in TASKS], model=f"hf/{model}", model_args=model_args, limit=limit,
-        task_args={"top_logprobs": min(vocab, 1000)}, log_dir=str(log_dir), display="none",
+        [f"biasmonkey/{t}" for t in TASKS],
+        model=f"hf/{model}",
+        model_args=model_args,
+        limit=limit,
+        task_args={"top_logprobs": min(vocab, 1000)},
+        log_dir=str(log_dir),
+        display="none",
         max_connections=1,  # Inspect's hf/ provider batches concurrent requests up to this limit
     )
     assert all(log.status == "success" for log in logs)
@@ -43,7 +47,9 @@ def inspect_records(model: Path, log_dir: Path, limit: int, raw_prompt: bool) ->
 
 def lm_eval_records(model: Path, out: Path, limit: int, chat: bool) -> dict[str, list[PairRecord]]:
     extra = ["--limit", str(limit)] + (["--apply_chat_template"] if chat else [])
-    _, samples = run_lm_eval(model, out, ",".join(f"biasmonkey_{t}" for t in TASKS), *extra, batch_size=1, dtype="float64")
+    _, samples = run_lm_eval(
+        model, out, ",".join(f"biasmonkey_{t}" for t in TASKS), *extra, batch_size=1, dtype="float64"
+    )
     return {t: records_from_samples_file(samples[f"biasmonkey_{t}"]) for t in TASKS}
 
 

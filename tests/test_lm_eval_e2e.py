@@ -13,28 +13,59 @@ from pathlib import Path
 
 import pytest
 
-from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
+from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.metrics import BIASES, PERTURBATIONS, summarize_deltas
+from biasmonkey.tasks.families import RESPONSE_BIAS
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 
 REPO = Path(__file__).resolve().parent.parent
 ALL_TASKS = [f"biasmonkey_{b}" for b in BIASES] + [f"biasmonkey_{b}_{p}" for b in BIASES for p in PERTURBATIONS]
-EXACT_METRICS = {"delta", "delta_stderr", "delta_t", "delta_p", "delta_ci_low", "delta_ci_high", "n_pairs", "uncertainty_q", "uncertainty_qp"}
+EXACT_METRICS = {
+    "delta",
+    "delta_stderr",
+    "delta_t",
+    "delta_p",
+    "delta_ci_low",
+    "delta_ci_high",
+    "n_pairs",
+    "uncertainty_q",
+    "uncertainty_qp",
+}
 
 pytestmark = pytest.mark.usefixtures("data_dir")
 
 
 def run_lm_eval(
-    model: Path, out: Path, tasks: str, *extra: str, include: str | None = None, cwd: Path = REPO,
-    batch_size: int = 8, dtype: str = "float32",
+    model: Path,
+    out: Path,
+    tasks: str,
+    *extra: str,
+    include: str | None = None,
+    cwd: Path = REPO,
+    batch_size: int = 8,
+    dtype: str = "float32",
 ) -> tuple[dict, dict[str, Path]]:
     """Run the stock lm_eval CLI; return the results dict and each task's samples file."""
     cmd = [
-        sys.executable, "-m", "lm_eval",
-        "--model", "hf", "--model_args", f"pretrained={model},dtype={dtype}",
-        "--device", "cpu", "--batch_size", str(batch_size),
-        "--include_path", include or str(REPO / "tasks"),
-        "--tasks", tasks, "--output_path", str(out), "--log_samples", *extra,
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={model},dtype={dtype}",
+        "--device",
+        "cpu",
+        "--batch_size",
+        str(batch_size),
+        "--include_path",
+        include or str(REPO / "tasks"),
+        "--tasks",
+        tasks,
+        "--output_path",
+        str(out),
+        "--log_samples",
+        *extra,
     ]
     proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -90,7 +121,7 @@ def test_suite_tag_runs_all_20_tasks_with_every_metric(exact_run) -> None:
     assert set(results["results"]) == set(ALL_TASKS)
     for task in ALL_TASKS:
         reported = {k.split(",")[0] for k in results["results"][task]} - {"alias", "name", "sample_len", "sample_count"}
-        assert EXACT_METRICS <= reported, task
+        assert reported >= EXACT_METRICS, task
         assert "invalid_rate" not in reported  # only sampling has invalid answers
         assert metric(results["results"][task], "delta_stderr") > 0  # lm-eval's mean gives a stderr
         assert results["n-samples"][task]["effective"] == 3
@@ -113,7 +144,24 @@ def test_exact_requests_are_the_option_letters_after_the_paper_prompt(exact_run)
     # 5 letters for q, then 4 for q' (the odd/even question without its middle option),
     # each with and without a leading space
     assert [a["arg_1"] for a in args] == [
-        " A", "A", " B", "B", " C", "C", " D", "D", " E", "E", " A", "A", " B", "B", " C", "C", " D", "D"
+        " A",
+        "A",
+        " B",
+        "B",
+        " C",
+        "C",
+        " D",
+        "D",
+        " E",
+        "E",
+        " A",
+        "A",
+        " B",
+        "B",
+        " C",
+        "C",
+        " D",
+        "D",
     ]
     assert {a["arg_0"] for a in args[:10]} == {render_prompt(doc["q"])}
     assert {a["arg_0"] for a in args[10:]} == {render_prompt(doc["qp"])}
@@ -130,8 +178,13 @@ def test_checkout_include_path_group_and_allow_forbid_exclusion(tiny_model: Path
 
 def test_sampling_mode_keeps_all_answers_and_counts_invalid(tiny_model: Path, tmp_path: Path) -> None:
     results, samples = run_lm_eval(
-        tiny_model, tmp_path / "out", "biasmonkey_acquiescence,biasmonkey_response_order_letter_swap",
-        "--limit", "2", "--metadata", '{"mode": "sample", "n_samples": 6}',
+        tiny_model,
+        tmp_path / "out",
+        "biasmonkey_acquiescence,biasmonkey_response_order_letter_swap",
+        "--limit",
+        "2",
+        "--metadata",
+        '{"mode": "sample", "n_samples": 6}',
     )
     for task in ("biasmonkey_acquiescence", "biasmonkey_response_order_letter_swap"):
         task_results = results["results"][task]
@@ -148,8 +201,14 @@ def test_sampling_mode_keeps_all_answers_and_counts_invalid(tiny_model: Path, tm
 
 def test_chat_template_and_fewshot_draws_are_identical_for_q_and_qp(tiny_model: Path, tmp_path: Path) -> None:
     _, samples = run_lm_eval(
-        tiny_model, tmp_path / "out", "biasmonkey_response_order", "--limit", "2",
-        "--apply_chat_template", "--num_fewshot", "2",
+        tiny_model,
+        tmp_path / "out",
+        "biasmonkey_response_order",
+        "--limit",
+        "2",
+        "--apply_chat_template",
+        "--num_fewshot",
+        "2",
     )
     for line in samples["biasmonkey_response_order"].read_text().splitlines():
         sample = json.loads(line)
@@ -169,9 +228,23 @@ def test_chat_template_and_fewshot_draws_are_identical_for_q_and_qp(tiny_model: 
 
 def test_bad_run_option_is_a_clear_error(tiny_model: Path, tmp_path: Path) -> None:
     cmd = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
-        "--device", "cpu", "--include_path", str(REPO / "tasks"), "--tasks", "biasmonkey_acquiescence",
-        "--limit", "1", "--metadata", '{"mode": "greedy"}',
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--device",
+        "cpu",
+        "--include_path",
+        str(REPO / "tasks"),
+        "--tasks",
+        "biasmonkey_acquiescence",
+        "--limit",
+        "1",
+        "--metadata",
+        '{"mode": "greedy"}',
     ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
@@ -182,15 +255,25 @@ def test_records_file_that_is_not_ours_is_rejected(tmp_path: Path) -> None:
     bad = tmp_path / "samples_x.jsonl"
     bad.write_text(json.dumps({"doc": {"question": "?"}, "filtered_resps": [["-1.0", "False"]]}) + "\n")
     with pytest.raises(ValueError, match=r"samples_x.jsonl, line 1: not a biasmonkey pair sample"):
-        records_from_samples_file(bad)
+        records_from_samples_file(bad, RESPONSE_BIAS)
 
 
 def test_lm_eval_config_file_in_configs(tiny_model: Path, tmp_path: Path) -> None:
     """`lm_eval --config configs/lm_eval_response_bias.yaml` runs the suite (CLI args override)."""
     cmd = [
-        sys.executable, "-m", "lm_eval", "--config", str(REPO / "configs/lm_eval_response_bias.yaml"),
-        "--model_args", f"pretrained={tiny_model}", "--tasks", "biasmonkey_opinion_float",
-        "--limit", "2", "--output_path", str(tmp_path / "out"),
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--config",
+        str(REPO / "configs/lm_eval_response_bias.yaml"),
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--tasks",
+        "biasmonkey_opinion_float",
+        "--limit",
+        "2",
+        "--output_path",
+        str(tmp_path / "out"),
     ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-4000:]
@@ -202,10 +285,17 @@ def test_lm_eval_config_file_in_configs(tiny_model: Path, tmp_path: Path) -> Non
 def test_perturbation_seed_draws_fresh_typos_reproducibly(tiny_model: Path, tmp_path: Path) -> None:
     def prompts(run: str, seed: int, rules: str) -> list[tuple[str, str]]:
         _, samples = run_lm_eval(
-            tiny_model, tmp_path / run, "biasmonkey_allow_forbid_letter_swap", "--limit", "3",
-            "--metadata", json.dumps({"perturbation_seed": seed, "perturbation_rules": rules}),
+            tiny_model,
+            tmp_path / run,
+            "biasmonkey_allow_forbid_letter_swap",
+            "--limit",
+            "3",
+            "--metadata",
+            json.dumps({"perturbation_seed": seed, "perturbation_rules": rules}),
         )
-        docs = [json.loads(line)["doc"] for line in samples["biasmonkey_allow_forbid_letter_swap"].read_text().splitlines()]
+        docs = [
+            json.loads(line)["doc"] for line in samples["biasmonkey_allow_forbid_letter_swap"].read_text().splitlines()
+        ]
         assert {d["source"] for d in docs} == {f"seeded:{seed}:{rules}"}
         return [(d["q"], d["qp"]) for d in docs]
 

@@ -132,9 +132,7 @@ def _fake_gguf(tiny_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     )
 
 
-def test_conversion_plumbing_and_cache(
-    tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_conversion_plumbing_and_cache(tiny_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _fake_gguf(tiny_path, monkeypatch)
     logs: list[str] = []
     folder = dm.ensure_default_model(tmp_path, log=logs.append)

@@ -19,8 +19,13 @@ BIASES = ("acquiescence", "allow_forbid", "response_order", "opinion_float", "od
 PERTURBATIONS = ("key_typo", "middle_random", "letter_swap")
 SETTINGS = ("bias", *PERTURBATIONS)
 PAIRS = {"acquiescence": 176, "allow_forbid": 40, "response_order": 271, "opinion_float": 126, "odd_even": 126}
-QP_COLUMN = {"acquiescence": "pos alpha", "allow_forbid": "forbid alpha", "response_order": "reversed alpha",
-             "opinion_float": "float alpha", "odd_even": "float alpha"}  # odd_even perturbations: opinion_float files
+QP_COLUMN = {
+    "acquiescence": "pos alpha",
+    "allow_forbid": "forbid alpha",
+    "response_order": "reversed alpha",
+    "opinion_float": "float alpha",
+    "odd_even": "float alpha",
+}  # odd_even perturbations: opinion_float files
 
 _OPTION = re.compile(r"^([A-Z])\. ?(.*)$")
 
@@ -139,7 +144,7 @@ def test_seeded_perturbations(data_dir: Path, bias: str, setting: str) -> None:
         assert p["source"] == "seeded:7:paper"
         assert p["q"] == pub[p["key"]]["q"]
         assert options(p["qp"]) == options(p["q"])  # only the stem is perturbed
-        assert p["qp"].endswith("\n".join(p["q"].split("\n")[-len(p["q_letters"]):]))
+        assert p["qp"].endswith("\n".join(p["q"].split("\n")[-len(p["q_letters"]) :]))
         assert p["qp_letters"] == p["q_letters"]
         assert p["qp_positions"] == list(range(len(p["q_letters"])))
     # Our draw is not the published one. A short stem can coincide by chance (letter_swap on
@@ -187,7 +192,7 @@ def test_build_pairs_argument_errors(bias: str, setting: str, kwargs: dict, matc
 def test_response_order_row_whose_reversal_does_not_match(fake_prompt_file) -> None:
     fake_prompt_file(
         "prompts/response_order.csv",
-        'key,num options,orig alpha,reversed alpha\n'
+        "key,num options,orig alpha,reversed alpha\n"
         'GOOD_W1,3,"Q?\nA. x\nB. y\nC. z","Q?\nA. z\nB. y\nC. x"\n'
         'BAD_W2,3,"Q?\nA. x\nB. y\nC. z","Q?\nA. z\nB. x\nC. y"\n',  # not the reverse of x, y, z
     )
@@ -198,7 +203,7 @@ def test_response_order_row_whose_reversal_does_not_match(fake_prompt_file) -> N
 def test_perturbed_row_that_changes_the_options(fake_prompt_file) -> None:
     fake_prompt_file(
         "prompts/allow_forbid-key_typo.csv",
-        ',key,num options,orig alpha,forbid alpha\n'
+        ",key,num options,orig alpha,forbid alpha\n"
         '0,KEY_W1,2,"Should it be allowed?\nA. Yes\nB. No","Shoulx it be allowed?\nA. Yes\nB. Nope"\n',
     )
     with pytest.raises(DataError, match="allow_forbid/key_typo key KEY_W1: perturbed question changed the options"):
@@ -223,7 +228,9 @@ def test_render_prompt_is_the_paper_template() -> None:
 def test_render_prompt_on_a_real_pair(data_dir: Path) -> None:
     pair = build_pairs("response_order", "bias")[0]
     prompt = render_prompt(pair["qp"])
-    assert prompt.startswith("Please answer the following question with one of the alphabetical options provided.\nQuestion: ")
+    assert prompt.startswith(
+        "Please answer the following question with one of the alphabetical options provided.\nQuestion: "
+    )
     assert prompt.endswith("\nAnswer:")
     assert prompt == (
         "Please answer the following question with one of the alphabetical options provided.\n"

@@ -44,12 +44,9 @@ PROMPT = (
 # letter_swap: one adjacent swap inside each digit-free token of >= 5 characters, punctuation
 #   counted: "Overall," -> "Overlal," keeps its comma last; 4-letter words and "2050?" stay.
 EXPECTED_SEED0 = {
-    "key_typo": "Overall, do you think sciejce has made life easier ov sore mifficult for most "
-    "people in 2050?",
-    "middle_random": "Overall, do you think secince has made life eisaer or more dfiifuclt for "
-    "most plpeoe in 2050?",
-    "letter_swap": "Overlal, do you thnik scinece has made life easeir or more diffiuclt for most "
-    "peolpe in 2050?",
+    "key_typo": "Overall, do you think sciejce has made life easier ov sore mifficult for most people in 2050?",
+    "middle_random": "Overall, do you think secince has made life eisaer or more dfiifuclt for most plpeoe in 2050?",
+    "letter_swap": "Overlal, do you thnik scinece has made life easeir or more diffiuclt for most peolpe in 2050?",
 }
 
 LONG_TEXT = (
@@ -119,9 +116,7 @@ def test_hard_coded_seed0_output(kind: str) -> None:
 def test_same_seed_same_output(kind: str) -> None:
     prompt = LONG_TEXT + "\nA. Yes\nB. No"
     assert perturb_question(prompt, kind, 7, "Q1") == perturb_question(prompt, kind, 7, "Q1")
-    assert perturb_text(LONG_TEXT, kind, random.Random(3)) == perturb_text(
-        LONG_TEXT, kind, random.Random(3)
-    )
+    assert perturb_text(LONG_TEXT, kind, random.Random(3)) == perturb_text(LONG_TEXT, kind, random.Random(3))
 
 
 def test_output_independent_of_python_hash_seed() -> None:
@@ -132,9 +127,7 @@ def test_output_independent_of_python_hash_seed() -> None:
     expected = repr([perturb_question(PROMPT, kind, 0, "SCI1_W34") for kind in PERTURBATIONS])
     for hash_seed in ("1", "2"):
         env = {**os.environ, "PYTHONHASHSEED": hash_seed}
-        out = subprocess.run(
-            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-        )
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
         assert out.stdout.strip() == expected
 
 
@@ -153,9 +146,7 @@ def test_rng_is_sha256_of_seed_key_kind() -> None:
     for kind in PERTURBATIONS:
         digest = hashlib.sha256(f"0:SCI1_W34:{kind}".encode()).digest()
         rng = random.Random(int.from_bytes(digest, "big"))
-        assert perturb_question(PROMPT, kind, 0, "SCI1_W34").split("\n")[0] == perturb_text(
-            stem, kind, rng
-        )
+        assert perturb_question(PROMPT, kind, 0, "SCI1_W34").split("\n")[0] == perturb_text(stem, kind, rng)
 
 
 # --- structure: options, whitespace -------------------------------------------------------------
@@ -283,10 +274,7 @@ def _changed_fraction(pairs: list[tuple[str, str]], kind: str) -> tuple[int, int
 def test_key_typo_rate_on_acquiescence() -> None:
     rows = _read_rows("acquiescence.csv")
     assert len(rows) == 176
-    pairs = [
-        (_stem(r["orig alpha"]), _stem(perturb_question(r["orig alpha"], "key_typo", 0, r["key"])))
-        for r in rows
-    ]
+    pairs = [(_stem(r["orig alpha"]), _stem(perturb_question(r["orig alpha"], "key_typo", 0, r["key"]))) for r in rows]
     eligible, changed = _changed_fraction(pairs, "key_typo")
     assert eligible > 3000
     # Expected 0.2 * (1 - ~1/26): the random replacement letter may equal the original one.
@@ -314,10 +302,7 @@ def test_changed_fraction_matches_published(kind: str) -> None:
     n, pub_changed = _changed_fraction(published, kind)
     ours_changed = 0
     for seed in range(N_SEEDS):
-        ours = [
-            (_stem(r["orig alpha"]), _stem(perturb_question(r["orig alpha"], kind, seed, r["key"])))
-            for r in rows
-        ]
+        ours = [(_stem(r["orig alpha"]), _stem(perturb_question(r["orig alpha"], kind, seed, r["key"]))) for r in rows]
         ours_changed += _changed_fraction(ours, kind)[1]
     p_pub, p_ours = pub_changed / n, ours_changed / (n * N_SEEDS)
     # Tolerance: each eligible word changes independently, so a changed fraction over n words has
@@ -339,10 +324,8 @@ def test_changed_fraction_matches_published(kind: str) -> None:
 # drew their own order back); key_typo hit the same four letters as under the published rules.
 EXPECTED_PAPER_SEED0 = {
     "key_typo": EXPECTED_SEED0["key_typo"],
-    "middle_random": "Overall, do you think secince has made lfie esaeir or more difulfict for msot "
-    "ppleoe in 2050?",
-    "letter_swap": "Overall, do you thnik sciecne has mdae lfie esaier or mroe difficlut for msot "
-    "poeple in 2050?",
+    "middle_random": "Overall, do you think secince has made lfie esaeir or more difulfict for msot ppleoe in 2050?",
+    "letter_swap": "Overall, do you thnik sciecne has mdae lfie esaier or mroe difficlut for msot poeple in 2050?",
 }
 
 

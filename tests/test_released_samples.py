@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 import math
 import os
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -43,7 +43,7 @@ def _reference_params() -> list:
     return [pytest.param(r, id=f"{r['model']}-{r['bias']}-{r['setting']}") for r in rows]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _scores(model: str) -> dict[tuple[str, str], dict]:
     root = _samples_root()
     assert root is not None

@@ -15,31 +15,46 @@ import yaml
 from scipy import stats
 from tiny_model import build_tiny_model
 
-from biasmonkey.harness_ext import inspect_tasks, inspect_yesno, lm_eval_cognitive, lm_eval_tasks, lm_eval_yesno
 from biasmonkey.harness_ext.cli import main
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 
 REPO = Path(__file__).resolve().parents[1]
-COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 RB_TASKS = ["acquiescence", "acquiescence_key_typo", "odd_even"]
 LIMIT = 6
 
 
 @pytest.fixture(scope="module")
-def runs(tiny_model: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+def runs(
+    tiny_model: Path, data_dir_with_cognitive_fixture: Path, tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Path]:
     """Model "alpha" (the tiny model, seed 0) via `biasmonkey run`; model "beta" (seed 1) via Inspect."""
     root = tmp_path_factory.mktemp("report-e2e")
-    # A data folder with the real prompt and yes-no files and the cognitive test fixture.
-    data = root / "data"
-    (data / "cognitive").mkdir(parents=True)
-    for name in ("biasmonkey", "yesno"):
-        (data / name).symlink_to(data_dir / name)
-    (data / "cognitive" / "cognitive-biases-in-llms.csv").symlink_to(COGNITIVE_FIXTURE)
+    data = data_dir_with_cognitive_fixture
     mp = pytest.MonkeyPatch()
     mp.setenv("BIASMONKEY_DATA_DIR", str(data))
-    tasks = ",".join([*(f"biasmonkey_{t}" for t in RB_TASKS), "biasmonkey_yesno_comps", "biasmonkey_cognitive_hindsight_bias"])
+    tasks = ",".join(
+        [*(f"biasmonkey_{t}" for t in RB_TASKS), "biasmonkey_yesno_comps", "biasmonkey_cognitive_hindsight_bias"]
+    )
     lm_out = root / "lm_eval"
     try:
-        assert main(["run", "--model", str(tiny_model), "--tasks", tasks, "--limit", str(LIMIT), "--batch-size", "8", "--output", str(lm_out)]) == 0
+        assert (
+            main(
+                [
+                    "run",
+                    "--model",
+                    str(tiny_model),
+                    "--tasks",
+                    tasks,
+                    "--limit",
+                    str(LIMIT),
+                    "--batch-size",
+                    "8",
+                    "--output",
+                    str(lm_out),
+                ]
+            )
+            == 0
+        )
     finally:
         mp.undo()
 
@@ -48,8 +63,14 @@ def runs(tiny_model: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFact
     beta = build_tiny_model(root / "beta", seed=1)
     raw_prompt = yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text())
     logs = inspect_eval(
-        [f"biasmonkey/{t}" for t in [*RB_TASKS, "yesno_comps"]], model=f"hf/{beta}", model_args={"device": "cpu", **raw_prompt},
-        limit=LIMIT, task_args={"top_logprobs": 500}, log_dir=str(root / "inspect"), display="none", max_connections=1,
+        [f"biasmonkey/{t}" for t in [*RB_TASKS, "yesno_comps"]],
+        model=f"hf/{beta}",
+        model_args={"device": "cpu", **raw_prompt},
+        limit=LIMIT,
+        task_args={"top_logprobs": 500},
+        log_dir=str(root / "inspect"),
+        display="none",
+        max_connections=1,
     )
     assert all(log.status == "success" for log in logs)
     return {"lm_eval": lm_out, "inspect": root / "inspect", "alpha": tiny_model, "beta": beta, "root": root}
@@ -58,8 +79,19 @@ def runs(tiny_model: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFact
 @pytest.fixture(scope="module")
 def report(runs: dict[str, Path]) -> Path:
     out = runs["root"] / "report"
-    code = main(["report", str(runs["lm_eval"]), str(runs["inspect"]), "--out", str(out),
-                 "--name", f"{runs['alpha']}=alpha", "--name", "beta=beta"])
+    code = main(
+        [
+            "report",
+            str(runs["lm_eval"]),
+            str(runs["inspect"]),
+            "--out",
+            str(out),
+            "--name",
+            f"{runs['alpha']}=alpha",
+            "--name",
+            "beta=beta",
+        ]
+    )
     assert code == 0
     return out
 
@@ -68,18 +100,22 @@ def rows(path: Path) -> list[dict[str, str]]:
     return list(csv.DictReader(path.open()))
 
 
+def user_rows(report: Path) -> list[dict[str, str]]:
+    """The response-bias rows of the models run here (not of the paper's models shown beside them)."""
+    return [r for r in rows(report / "tables" / "response_bias.csv") if r["protocol"] != "paper: 50 samples"]
+
+
 def expected_records(runs: dict[str, Path]) -> dict[tuple[str, str], list]:
     """Records per (model, task) read straight from the harness files."""
     out = {}
     for path in runs["lm_eval"].rglob("samples_biasmonkey_*.jsonl"):
         task = path.name.removeprefix("samples_").rsplit("_", 1)[0]
-        reader = (lm_eval_yesno if "yesno" in task else lm_eval_cognitive if "cognitive" in task else lm_eval_tasks).records_from_samples_file
-        out["alpha", task] = reader(path)
+        out["alpha", task] = records_from_samples_file(path)
     for path in runs["inspect"].glob("*.eval"):
         from inspect_ai.log import read_eval_log
 
         task = "biasmonkey_" + read_eval_log(str(path), header_only=True).eval.task.removeprefix("biasmonkey/")
-        out["beta", task] = (inspect_yesno if "yesno" in task else inspect_tasks).records_from_eval_log(path)
+        out["beta", task] = records_from_eval_log(path)
     return out
 
 
@@ -87,31 +123,62 @@ def test_run_ends_with_a_report(runs: dict[str, Path]) -> None:
     report = runs["lm_eval"] / "report"
     assert (runs["lm_eval"] / "summary.md").is_file()  # the summary is still written
     assert (report / "report.md").is_file() and (report / "report.html").is_file()
-    assert {r["model"] for r in rows(report / "tables" / "response_bias.csv")} == {runs["alpha"].name}
+    rb = rows(report / "tables" / "response_bias.csv")
+    assert {r["model"] for r in rb if r["protocol"] == "exact"} == {runs["alpha"].name}
+    # by default the paper's nine models stand beside it, from their released samples
+    assert len({r["model"] for r in rb if r["protocol"] == "paper: 50 samples"}) == 9
 
 
 def test_report_files(report: Path) -> None:
-    for name in ("response_bias", "human_likeness", "topics", "uncertainty", "yesno", "cognitive", "all_tests", "inputs"):
+    for name in (
+        "response_bias",
+        "human_likeness",
+        "topics",
+        "uncertainty",
+        "yesno",
+        "cognitive",
+        "all_tests",
+        "inputs",
+    ):
         assert (report / "tables" / f"{name}.csv").is_file() and (report / "tables" / f"{name}.json").is_file()
-    for name in ("bias_grid_alpha", "bias_grid_beta", "uncertainty_scatter", "topics", "yesno", "cognitive_heatmap"):
+    figures = (
+        "bias_grid_alpha",
+        "bias_grid_beta",
+        "bias_grid_paper_models",
+        "response_bias_dendrogram",
+        "uncertainty_scatter",
+        "topics",
+        "yesno",
+        "cognitive_heatmap",
+    )
+    for name in figures:
         assert (report / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert not (report / "figures" / "cognitive_dendrogram.png").exists()  # one model with cognitive results
     md = (report / "report.md").read_text()
     for title in ("Survey response biases", "Yes-no bias", "Cognitive biases", "Multiple comparisons", "no dendrogram"):
         assert title in md
+    # the summary opens the report and the inputs close it
+    sections = [part.split("\n", 1)[0] for part in md.split("\n## ")[1:]]
+    assert sections[0] == "Summary" and sections[-1] == "Inputs"
+    assert "- **alpha** (exact): human-likeness score" in md and "- **beta** (exact)" in md
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == 6 and "src='figures/" not in html  # self-contained
+    assert html.count("data:image/png;base64,") == len(figures) and "src='figures/" not in html  # self-contained
     inputs = {(r["model"], r["task"]): r["harness"] for r in rows(report / "tables" / "inputs.csv")}
-    assert inputs["alpha", "biasmonkey_acquiescence"] == "lm-eval" and inputs["beta", "biasmonkey_acquiescence"] == "inspect"
+    assert (
+        inputs["alpha", "biasmonkey_acquiescence"] == "lm-eval"
+        and inputs["beta", "biasmonkey_acquiescence"] == "inspect"
+    )
     assert ("beta", "biasmonkey_cognitive_hindsight_bias") not in inputs
 
 
 def test_tables_equal_an_independent_recomputation(runs: dict[str, Path], report: Path) -> None:
     records = expected_records(runs)
-    rb = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
+    rb = {(r["model"], r["bias"], r["setting"]): r for r in user_rows(report)}
     assert len(rb) == 2 * len(RB_TASKS)
     for model in ("alpha", "beta"):
-        for task, (bias, setting) in zip(RB_TASKS, [("acquiescence", "bias"), ("acquiescence", "key_typo"), ("odd_even", "bias")]):
+        for task, (bias, setting) in zip(
+            RB_TASKS, [("acquiescence", "bias"), ("acquiescence", "key_typo"), ("odd_even", "bias")]
+        ):
             deltas = [r.delta for r in records[model, f"biasmonkey_{task}"] if r.delta is not None]
             row = rb[model, bias, setting]
             assert int(row["n_pairs"]) == len(deltas) == LIMIT
@@ -131,10 +198,33 @@ def test_tables_equal_an_independent_recomputation(runs: dict[str, Path], report
 
 def test_lm_eval_aggregates_agree_with_the_report(runs: dict[str, Path], report: Path) -> None:
     """A cross-check only (the report never reads them): lm-eval's printed Δ equals the recomputed one."""
-    (results_file,) = runs["lm_eval"].rglob("results_*.json")
+    # lm-eval's own file, beside its samples (the report's leaderboard export has the same name pattern)
+    (results_file,) = [p for p in runs["lm_eval"].rglob("results_*.json") if any(p.parent.glob("samples_*.jsonl"))]
     printed = json.loads(results_file.read_text())["results"]
     rb = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
-    assert printed["biasmonkey_odd_even"]["delta,none"] == pytest.approx(float(rb["alpha", "odd_even", "bias"]["delta"]), abs=1e-9)
+    assert printed["biasmonkey_odd_even"]["delta,none"] == pytest.approx(
+        float(rb["alpha", "odd_even", "bias"]["delta"]), abs=1e-9
+    )
+
+
+def test_summary_counts_equal_the_tables(report: Path) -> None:
+    rb = user_rows(report)
+    for s in rows(report / "tables" / "summary.csv"):
+        mine = [r for r in rb if r["model"] == s["model"] and r["setting"] != "bias" and r["p"]]
+        assert int(s["perturbations"]) == len(mine)
+        assert int(s["perturbations_significant_holm"]) == sum(float(r["p_holm"]) < 0.05 for r in mine)
+
+
+def test_the_paper_models_can_be_left_out_or_chosen(runs: dict[str, Path], tmp_path: Path) -> None:
+    assert main(["report", str(runs["inspect"]), "--out", str(tmp_path / "none"), "--no-baselines"]) == 0
+    assert {r["protocol"] for r in rows(tmp_path / "none" / "tables" / "response_bias.csv")} == {"exact"}
+    assert "beside the paper's models" not in (tmp_path / "none" / "report.md").read_text()
+    assert main(["report", str(runs["inspect"]), "--out", str(tmp_path / "one"), "--baselines", "llama2-7b"]) == 0
+    paper = [r for r in rows(tmp_path / "one" / "tables" / "response_bias.csv") if r["model"] != "beta"]
+    assert {r["model"] for r in paper} == {"llama2-7b (paper, sampled)"} and len(paper) == 20
+    assert all(r["p_holm"] == "" for r in paper)  # reference values, outside the family
+    row = next(r for r in paper if (r["bias"], r["setting"]) == ("acquiescence", "bias"))
+    assert float(row["delta"]) == pytest.approx(1.921, abs=1e-3)  # score-samples / TACL Table 4
 
 
 def test_every_p_value_is_adjusted_over_one_family(report: Path) -> None:
@@ -145,30 +235,38 @@ def test_every_p_value_is_adjusted_over_one_family(report: Path) -> None:
     assert {t["table"] for t in tests} == {"response_bias", "uncertainty", "topics", "cognitive"}
     smallest = min((t for t in tests if t["p"]), key=lambda t: float(t["p"]))
     assert float(smallest["p_holm"]) == pytest.approx(min(1.0, m * float(smallest["p"])))  # Holm's first step
-    assert float(smallest["p_bh"]) == pytest.approx(min(1.0, m * float(smallest["p"])), rel=1e-9) or float(smallest["p_bh"]) <= float(smallest["p_holm"])
+    assert float(smallest["p_bh"]) == pytest.approx(min(1.0, m * float(smallest["p"])), rel=1e-9) or float(
+        smallest["p_bh"]
+    ) <= float(smallest["p_holm"])
     rb = rows(report / "tables" / "response_bias.csv")
-    assert all(float(r["p_holm"]) >= float(r["p"]) for r in rb)
+    assert all(float(r["p_holm"]) >= float(r["p"]) for r in rb if r["protocol"] == "exact")
 
 
 def test_leaderboard_exports(report: Path) -> None:
+    """The exports' numbers are the report's; their formats are tested against lm-eval and the Hub in
+    test_report_leaderboard.py."""
     table = {(r["model"], r["bias"], r["setting"]): r for r in rows(report / "tables" / "response_bias.csv")}
     for model in ("alpha", "beta"):
         folder = report / "leaderboard" / model
-        results = json.loads((folder / "results.json").read_text())
-        assert set(results) >= {"results", "versions", "n-samples", "config", "higher_is_better"}
+        (results_file,) = folder.glob("results_*.json")  # lm-eval's name: results_<timestamp>.json
+        results = json.loads(results_file.read_text())
+        assert set(results) >= {"results", "versions", "n-samples", "config", "higher_is_better", "model_name", "date"}
         entry = results["results"]["biasmonkey_acquiescence"]
         assert entry["delta,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["delta"]))
         assert entry["delta_p_holm,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["p_holm"]))
-        assert results["n-samples"]["biasmonkey_acquiescence"] == {"original": LIMIT, "effective": LIMIT}
+        assert results["n-samples"]["biasmonkey_acquiescence"] == {"original": 176, "effective": LIMIT}
         assert results["higher_is_better"]["biasmonkey_acquiescence"]["delta"] is True
         assert results["higher_is_better"]["biasmonkey_acquiescence_key_typo"]["delta"] is False
         assert "score,none" in results["results"]["biasmonkey_human_likeness"]
         (hf,) = yaml.safe_load((folder / ".eval_results" / "biasmonkey_odd_even.yaml").read_text())
-        assert hf["dataset"]["task_id"] == "biasmonkey_odd_even" and hf["dataset"]["id"]
-        assert hf["value"] == pytest.approx(float(table[model, "odd_even", "bias"]["delta"]), abs=1e-6)
-        assert "human-like" in hf["notes"]
-    (yn,) = yaml.safe_load((report / "leaderboard" / "alpha" / ".eval_results" / "biasmonkey_yesno_comps.yaml").read_text())
-    assert "0 is unbiased" in yn["notes"]
+        assert hf["dataset"] == {"id": "REPLACE-ME/biasmonkey", "task_id": "biasmonkey_odd_even"}  # no --hub-dataset
+        assert hf["value"] == pytest.approx(abs(float(table[model, "odd_even", "bias"]["delta"])), abs=1e-6)
+        assert hf["notes"].startswith("lower = less biased") and "not more human-like" in hf["notes"]
+    (yn,) = yaml.safe_load(
+        (report / "leaderboard" / "alpha" / ".eval_results" / "biasmonkey_yesno_comps.yaml").read_text()
+    )
+    assert "0 = as many yes as no" in yn["notes"]
+    assert "REPLACE-ME/biasmonkey` is a placeholder" in (report / "report.md").read_text()
 
 
 # ---------------------------------------------------------------------------- errors
@@ -181,11 +279,15 @@ def report_error(args: list[str], capsys: pytest.CaptureFixture) -> str:
 
 def test_nothing_found_names_the_path(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     (tmp_path / "empty").mkdir()
-    assert f"{tmp_path / 'empty'}: no biasmonkey outputs" in report_error([str(tmp_path / "empty"), "--out", str(tmp_path / "r")], capsys)
+    assert f"{tmp_path / 'empty'}: no biasmonkey outputs" in report_error(
+        [str(tmp_path / "empty"), "--out", str(tmp_path / "r")], capsys
+    )
     assert "no such file or folder" in report_error([str(tmp_path / "missing"), "--out", str(tmp_path / "r")], capsys)
 
 
-def test_a_corrupt_samples_file_names_the_file(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_corrupt_samples_file_names_the_file(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     copy = tmp_path / "copy"
     shutil.copytree(runs["lm_eval"], copy)
     (samples,) = copy.rglob("samples_biasmonkey_odd_even_*.jsonl")
@@ -194,35 +296,56 @@ def test_a_corrupt_samples_file_names_the_file(runs: dict[str, Path], tmp_path: 
     assert str(samples) in err and "line 1" in err
 
 
-def test_a_corrupt_inspect_log_names_the_file(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_a_corrupt_inspect_log_names_the_file(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     bad = tmp_path / "logs" / "2026-01-01T00-00-00+00-00_acquiescence_x.eval"
     bad.parent.mkdir()
     bad.write_bytes(next(runs["inspect"].glob("*.eval")).read_bytes()[:300])
     assert f"{bad}: not a readable Inspect log" in report_error([str(bad.parent), "--out", str(tmp_path / "r")], capsys)
 
 
-def test_the_same_task_of_one_model_twice_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_the_same_task_of_one_model_twice_is_an_error(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     copy = tmp_path / "again"
     shutil.copytree(runs["lm_eval"], copy)
     err = report_error([str(runs["lm_eval"]), str(copy), "--out", str(tmp_path / "r")], capsys)
     assert "found twice" in err and str(copy) in err and "(lm-eval)" in err
 
 
-def test_two_models_with_one_name_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    err = report_error([str(runs["lm_eval"]), str(runs["inspect"]), "--out", str(tmp_path / "r"),
-                        "--name", f"{runs['alpha']}=same", "--name", "beta=same"], capsys)
+def test_two_models_with_one_name_is_an_error(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    err = report_error(
+        [
+            str(runs["lm_eval"]),
+            str(runs["inspect"]),
+            "--out",
+            str(tmp_path / "r"),
+            "--name",
+            f"{runs['alpha']}=same",
+            "--name",
+            "beta=same",
+        ],
+        capsys,
+    )
     assert "both have the short name 'same'" in err and "--name" in err
 
 
 def test_a_single_json_inspect_log(runs: dict[str, Path], tmp_path: Path) -> None:
     from inspect_ai.log import read_eval_log, write_eval_log
 
-    (log,) = [p for p in runs["inspect"].glob("*.eval") if read_eval_log(str(p), header_only=True).eval.task == "biasmonkey/odd_even"]
+    (log,) = [
+        p
+        for p in runs["inspect"].glob("*.eval")
+        if read_eval_log(str(p), header_only=True).eval.task == "biasmonkey/odd_even"
+    ]
     single = tmp_path / "odd_even.json"
     write_eval_log(read_eval_log(str(log)), str(single))
     assert main(["report", str(single), "--out", str(tmp_path / "r")]) == 0
-    (row,) = rows(tmp_path / "r" / "tables" / "response_bias.csv")
-    deltas = [r.delta for r in inspect_tasks.records_from_eval_log(log)]
+    (row,) = user_rows(tmp_path / "r")
+    deltas = [r.delta for r in records_from_eval_log(log)]
     assert (row["model"], row["bias"], float(row["delta"])) == ("beta", "odd_even", pytest.approx(np.mean(deltas)))
 
 
@@ -250,7 +373,9 @@ def test_one_model_through_both_harnesses_is_one_model(runs: dict[str, Path], tm
     assert {model for model, _ in inputs} == {"beta"}
 
 
-def test_the_same_task_from_both_harnesses_is_an_error(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+def test_the_same_task_from_both_harnesses_is_an_error(
+    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
     lm_eval = lm_eval_output_as(runs, runs["beta"], tmp_path / "lm", keep="odd_even")
     err = report_error([str(lm_eval), str(runs["inspect"]), "--out", str(tmp_path / "r")], capsys)
     assert "biasmonkey_odd_even of model" in err and "found twice" in err and "(lm-eval)" in err and "(inspect)" in err

@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from records import cognitive_test, yesno_item
 
 from biasmonkey.harness_ext.report.inputs import ModelResults, parse_names, short_name, suite_of
 from biasmonkey.harness_ext.report.tables import (
@@ -25,15 +26,15 @@ from biasmonkey.harness_ext.report.tables import (
 )
 from biasmonkey.harness_ext.report.topics import NO_TOPIC, load_topics
 from biasmonkey.metrics.multiple_testing import benjamini_hochberg, holm
-from biasmonkey.tasks.cognitive.scoring import CognitiveRecord
 from biasmonkey.tasks.response_bias.scoring import PairRecord
-from biasmonkey.tasks.yesno.scoring import ItemRecord
 
 CODED = Path(__file__).parent / "fixtures" / "report" / "coded.csv"
 
 
 def pair(key: str, bias: str, setting: str, delta: float | None, u_q: float = 0.5, u_qp: float = 0.5) -> PairRecord:
-    return PairRecord(key=key, bias=bias, setting=setting, p_q=None, p_qp=None, delta=delta, uncertainty_q=u_q, uncertainty_qp=u_qp)
+    return PairRecord(
+        key=key, bias=bias, setting=setting, p_q=None, p_qp=None, delta=delta, uncertainty_q=u_q, uncertainty_qp=u_qp
+    )
 
 
 def model(name: str, suite: str, tasks: dict[str, list]) -> ModelResults:
@@ -76,19 +77,30 @@ def test_p_values_outside_0_1_are_rejected() -> None:
 
 
 def acquiescence_model() -> ModelResults:
-    return model("m1", "response_bias", {
-        # Δ 1, 2, 3, 6 (and one pair without Δ): mean 3; deviations −2, −1, 0, 3 → SS 14, var 14/3, sd 2.1602,
-        # stderr 2.1602/2 = 1.0801, t = 3/1.0801 = 2.7775, df 3
-        "biasmonkey_acquiescence": [pair("K1", "acquiescence", "bias", 1, 0.1, 0.5), pair("K2", "acquiescence", "bias", 2, 0.2, 0.5),
-                                    pair("K3", "acquiescence", "bias", 3, 0.3, 0.7), pair("K4", "acquiescence", "bias", 6, 0.4, 0.7),
-                                    pair("K5", "acquiescence", "bias", None, 0.5, None)],
-        "biasmonkey_acquiescence_key_typo": [pair(k, "acquiescence", "key_typo", d) for k, d in [("K1", 1), ("K2", -1), ("K3", 2), ("K4", -2)]],
-    })
+    return model(
+        "m1",
+        "response_bias",
+        {
+            # Δ 1, 2, 3, 6 (and one pair without Δ): mean 3; deviations −2, −1, 0, 3 → SS 14, var 14/3, sd 2.1602,
+            # stderr 2.1602/2 = 1.0801, t = 3/1.0801 = 2.7775, df 3
+            "biasmonkey_acquiescence": [
+                pair("K1", "acquiescence", "bias", 1, 0.1, 0.5),
+                pair("K2", "acquiescence", "bias", 2, 0.2, 0.5),
+                pair("K3", "acquiescence", "bias", 3, 0.3, 0.7),
+                pair("K4", "acquiescence", "bias", 6, 0.4, 0.7),
+                pair("K5", "acquiescence", "bias", None, 0.5, None),
+            ],
+            "biasmonkey_acquiescence_key_typo": [
+                pair(k, "acquiescence", "key_typo", d) for k, d in [("K1", 1), ("K2", -1), ("K3", 2), ("K4", -2)]
+            ],
+        },
+    )
 
 
 def test_response_bias_table_by_hand() -> None:
     table = response_bias_table([acquiescence_model()])
     row = table[(table["setting"] == "bias")].iloc[0]
+    assert row["protocol"] == "exact"  # log-probabilities, no sampled answers
     assert row["n_pairs"] == 4 and row["delta"] == pytest.approx(3.0)
     assert row["delta_stderr"] == pytest.approx(math.sqrt(14 / 3) / 2)
     assert row["t"] == pytest.approx(2.7775, abs=1e-4)
@@ -108,20 +120,64 @@ def test_uncertainty_table_by_hand() -> None:
     # t = r√2/√(1 − r²) = 1.35225/0.29277 = 4.6188; df 2: p = 1 − t/√(t² + 2) = 1 − 4.6188/4.8305 = 0.04382 (= 1 − r)
     row = uncertainty_table([m]).iloc[0]
     assert (row["bias"], row["setting"], row["n_pairs"]) == ("acquiescence", "bias", 4)
+    assert row["r_side"] == "q"  # the paper's choice for acquiescence
     assert row["r"] == pytest.approx(0.95618, abs=1e-5)
     assert row["r_p"] == pytest.approx(0.04382, abs=1e-4)
     assert row["uncertainty_q"] == pytest.approx(0.3) and row["uncertainty_qp"] == pytest.approx(0.6)
 
 
+def test_uncertainty_table_follows_the_paper_side_per_bias_or_the_option() -> None:
+    # response order: the paper correlates |Δ| with the entropy of q′ (TACL Table 4).
+    # |Δ| 1, 2, 3, 6 against q′ entropy 0.4, 0.3, 0.2, 0.1: the mirror image of the acquiescence
+    # case above, r = −0.95618 (same p); against q's (all 0.5) r is undefined.
+    records = [
+        pair(k, "response_order", "bias", d, 0.5, u)
+        for k, d, u in [("K1", 1, 0.4), ("K2", 2, 0.3), ("K3", 3, 0.2), ("K4", 6, 0.1)]
+    ]
+    typo = [
+        pair(k, "response_order", "key_typo", d, u, 0.5)
+        for k, d, u in [("K1", 1, 0.1), ("K2", 2, 0.2), ("K3", 3, 0.3), ("K4", 6, 0.4)]
+    ]
+    m = model("m1", "response_bias", {"biasmonkey_response_order": records, "biasmonkey_response_order_key_typo": typo})
+    paper = uncertainty_table([m]).set_index("setting")
+    assert paper.loc["bias", "r_side"] == "qp" and paper.loc["bias", "r"] == pytest.approx(-0.95618, abs=1e-5)
+    assert paper.loc["bias", "r_p"] == pytest.approx(0.04382, abs=1e-4)
+    # perturbation rows: the paper reports no r; q (the unperturbed original) is used
+    assert paper.loc["key_typo", "r_side"] == "q" and paper.loc["key_typo", "r"] == pytest.approx(0.95618, abs=1e-5)
+    forced = uncertainty_table([m], "q").set_index("setting")
+    assert forced.loc["bias", "r_side"] == "q" and math.isnan(forced.loc["bias", "r"])
+    other = uncertainty_table([m], "qp").set_index("setting")
+    assert other.loc["key_typo", "r_side"] == "qp" and math.isnan(other.loc["key_typo", "r"])
+    with pytest.raises(ValueError, match="uncertainty side 'both': expected one of paper, q, qp"):
+        uncertainty_table([m], "both")
+    # the report's test family tests the chosen side's r
+    tests = build_tables([m], None, uncertainty_side="q")["all_tests"]
+    assert tests[tests["table"] == "uncertainty"]["p"].notna().sum() == 1  # the key-typo row only
+
+
 def test_human_likeness_and_grid() -> None:
     strong = [10, 11, 12, 13, 14]
-    m = model("m1", "response_bias", {
-        "biasmonkey_acquiescence": [pair(f"K{i}", "acquiescence", "bias", d) for i, d in enumerate(strong)],  # significant > 0: +1
-        "biasmonkey_allow_forbid": [pair(f"K{i}", "allow_forbid", "bias", -d) for i, d in enumerate(strong)],  # significant < 0: −1
-        "biasmonkey_response_order": [pair(f"K{i}", "response_order", "bias", d) for i, d in enumerate([1, -1, 2, -2])],  # mean 0: 0
-        "biasmonkey_opinion_float": [pair(f"K{i}", "opinion_float", "bias", d) for i, d in enumerate([5, 6, 7, 8])],  # +1
-        "biasmonkey_odd_even_letter_swap": [pair(f"K{i}", "odd_even", "letter_swap", d) for i, d in enumerate([5, 6, 7, 8])],
-    })
+    m = model(
+        "m1",
+        "response_bias",
+        {
+            "biasmonkey_acquiescence": [
+                pair(f"K{i}", "acquiescence", "bias", d) for i, d in enumerate(strong)
+            ],  # significant > 0: +1
+            "biasmonkey_allow_forbid": [
+                pair(f"K{i}", "allow_forbid", "bias", -d) for i, d in enumerate(strong)
+            ],  # significant < 0: −1
+            "biasmonkey_response_order": [
+                pair(f"K{i}", "response_order", "bias", d) for i, d in enumerate([1, -1, 2, -2])
+            ],  # mean 0: 0
+            "biasmonkey_opinion_float": [
+                pair(f"K{i}", "opinion_float", "bias", d) for i, d in enumerate([5, 6, 7, 8])
+            ],  # +1
+            "biasmonkey_odd_even_letter_swap": [
+                pair(f"K{i}", "odd_even", "letter_swap", d) for i, d in enumerate([5, 6, 7, 8])
+            ],
+        },
+    )
     rb = response_bias_table([m])
     hl = human_likeness_table(rb).iloc[0]
     assert (hl["acquiescence"], hl["allow_forbid"], hl["response_order"], hl["opinion_float"]) == (1, -1, 0, 1)
@@ -139,15 +195,29 @@ def test_topic_table_by_hand() -> None:
     topics = load_topics(CODED)
     assert topics["K3"] == ("Personal and social identity", "National / political issues")
     assert topics["K4"] == (NO_TOPIC,)
-    m = model("m1", "response_bias", {"biasmonkey_acquiescence": [
-        pair("K1", "acquiescence", "bias", 2), pair("K2", "acquiescence", "bias", 4), pair("K3", "acquiescence", "bias", 6),
-        pair("K4", "acquiescence", "bias", 8), pair("K5", "acquiescence", "bias", 10),  # K5 is not in the coded file
-        pair("K6", "acquiescence", "bias", None),  # no Δ: in no row
-    ]})
+    m = model(
+        "m1",
+        "response_bias",
+        {
+            "biasmonkey_acquiescence": [
+                pair("K1", "acquiescence", "bias", 2),
+                pair("K2", "acquiescence", "bias", 4),
+                pair("K3", "acquiescence", "bias", 6),
+                pair("K4", "acquiescence", "bias", 8),
+                pair("K5", "acquiescence", "bias", 10),  # K5 is not in the coded file
+                pair("K6", "acquiescence", "bias", None),  # no Δ: in no row
+            ]
+        },
+    )
     table = topic_table([m], topics).set_index("topic")
     # Personal: K1, K3 → Δ 2, 6: mean 4, sd √8, stderr 2, t 2, df 1: p = 2(½ − atan(2)/π) = 0.29517
     personal = table.loc["Personal and social identity"]
-    assert (personal["n_pairs"], personal["delta"], personal["delta_stderr"], personal["t"]) == (2, pytest.approx(4), pytest.approx(2), pytest.approx(2))
+    assert (personal["n_pairs"], personal["delta"], personal["delta_stderr"], personal["t"]) == (
+        2,
+        pytest.approx(4),
+        pytest.approx(2),
+        pytest.approx(2),
+    )
     assert personal["p"] == pytest.approx(0.29517, abs=1e-5)
     assert (table.loc["Science and technology", "n_pairs"], table.loc["Science and technology", "delta"]) == (1, 4)
     assert (table.loc["National / political issues", "delta"], table.loc[NO_TOPIC, "delta"]) == (6, 8)
@@ -167,17 +237,17 @@ def test_coded_file_errors_name_file_and_row(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------- yes-no and cognitive
 
 
-def item(i: int, gold: str, yes: float, no: float) -> ItemRecord:
-    return ItemRecord(id=f"i{i}", dataset="comps", domain=None, gold=gold, logprobs=(yes, yes, no, no), null_logprobs=(0, 0, 0, 0),
-                      yes=yes, no=no, null_yes=-2.0, null_no=-1.0)
-
-
 def test_yesno_table_by_hand() -> None:
     # margins yes − no: +1 (gold Yes), +2 (No), −2 (No), −0.6 (Yes) → Yes, Yes, No, No: bias 0, accuracy 2/4
     # Generic (yes₀ −2, no₀ −1): margins + 1 → 2, 3, −1, 0.4 → Yes, Yes, No, Yes: bias (3 − 1)/4 = 0.5, accuracy 3/4
     # Specific: 4 items in 5 folds → one item per fold, c = mean half-margin of the other three:
     # half-margins .5, 1, −1, −.3 (sum .2) → c = −.1, −.2667, .4, .1667; margins − 2c = 1.2, 2.53, −2.8, −0.93: bias 0, accuracy .5
-    records = [item(1, "Yes", -1, -2), item(2, "No", -1, -3), item(3, "No", -3, -1), item(4, "Yes", -2, -1.4)]
+    records = [
+        yesno_item(1, "Yes", -1, -2),
+        yesno_item(2, "No", -1, -3),
+        yesno_item(3, "No", -3, -1),
+        yesno_item(4, "Yes", -2, -1.4),
+    ]
     table = yesno_table([model("m1", "yesno", {"biasmonkey_yesno_comps": records})]).set_index("correction")
     assert table.loc["base", ["bias", "accuracy"]].tolist() == pytest.approx([0.0, 0.5])
     assert table.loc["generic", ["bias", "accuracy"]].tolist() == pytest.approx([0.5, 0.75])
@@ -186,17 +256,30 @@ def test_yesno_table_by_hand() -> None:
 
 
 def test_cognitive_table_by_hand() -> None:
-    def rec(i: int, score: float | None, baseline: float) -> CognitiveRecord:
-        return CognitiveRecord(id=f"t{i}", bias="Anchoring", scenario="s", mode="generate", reversed=False, k=1, x_1=0, x_2=0,
-                               p_control=None, p_treatment=None, answer_control=None, answer_treatment=None, response_control="",
-                               response_treatment="", score=score, expected_score=None, random_baseline=baseline,
-                               failure=None if score is not None else "no answer")
 
     # scores .5, 1 (one failed test): mean .75, sd .35355, stderr .25, t 3, df 1: p = 2(½ − atan(3)/π) = 0.20483
-    table = cognitive_table([model("m1", "cognitive", {"biasmonkey_cognitive_anchoring": [rec(1, 0.5, 0.0), rec(2, 1.0, 0.1), rec(3, None, 0.2)]})])
+    table = cognitive_table(
+        [
+            model(
+                "m1",
+                "cognitive",
+                {
+                    "biasmonkey_cognitive_anchoring": [
+                        cognitive_test(1, 0.5, 0.0),
+                        cognitive_test(2, 1.0, 0.1),
+                        cognitive_test(3, None, 0.2),
+                    ]
+                },
+            )
+        ]
+    )
     row = table.iloc[0]
     assert (row["bias"], row["n_tests"], row["failures"]) == ("anchoring", 3, 1)
-    assert (row["score"], row["score_stderr"], row["t"]) == (pytest.approx(0.75), pytest.approx(0.25), pytest.approx(3.0))
+    assert (row["score"], row["score_stderr"], row["t"]) == (
+        pytest.approx(0.75),
+        pytest.approx(0.25),
+        pytest.approx(3.0),
+    )
     assert row["p"] == pytest.approx(0.20483, abs=1e-5)
     assert row["random_baseline"] == pytest.approx(0.1)  # (0 + .1 + .2)/3: over all tests
 
@@ -217,14 +300,17 @@ def test_adjustment_runs_over_every_test_of_the_report() -> None:
     assert tests["p_holm"].iloc[smallest] == pytest.approx(min(1.0, m * raw[smallest]))  # Holm's first step: m · p_(1)
     assert tests["p_bh"].iloc[smallest] <= tests["p_holm"].iloc[smallest]
     rb = tables["response_bias"]
-    assert list(rb.columns[rb.columns.get_loc("p"):][:3]) == ["p", "p_holm", "p_bh"]  # beside the raw p
+    assert list(rb.columns[rb.columns.get_loc("p") :][:3]) == ["p", "p_holm", "p_bh"]  # beside the raw p
     assert rb["p_holm"].tolist() == pytest.approx(tests[tests["table"] == "response_bias"]["p_holm"].tolist())
     unc = tables["uncertainty"]
     assert list(unc.columns[-3:]) == ["r_p", "r_p_holm", "r_p_bh"]
 
 
 def test_adjust_all_with_two_tables_by_hand() -> None:
-    tables = {"response_bias": pd.DataFrame({"model": ["a", "a"], "p": [0.01, 0.04]}), "cognitive": pd.DataFrame({"model": ["a", "a"], "p": [0.03, 0.005]})}
+    tables = {
+        "response_bias": pd.DataFrame({"model": ["a", "a"], "p": [0.01, 0.04]}),
+        "cognitive": pd.DataFrame({"model": ["a", "a"], "p": [0.03, 0.005]}),
+    }
     adjust_all(tables)
     # the family is the four p-values of test_holm_by_hand, across both tables
     assert tables["response_bias"]["p_holm"].tolist() == pytest.approx([0.03, 0.06])
@@ -251,8 +337,17 @@ def test_draws_table_and_the_task_row_count_each_question_once() -> None:
     # draw 1: Δ 1, 3 → mean 2; draw 2: Δ 3, 5 → mean 4. range 4 − 2 = 2; SD (ddof 1) of (2, 4) = √2.
     # Per question over the draws: k1 (1 + 3)/2 = 2, k2 (3 + 5)/2 = 4 → the task row: n 2, mean 3.
     def seeded(key: str, seed: int, delta: float) -> PairRecord:
-        return PairRecord(key=key, bias="acquiescence", setting="key_typo", p_q=None, p_qp=None, delta=delta,
-                          uncertainty_q=0.5, uncertainty_qp=0.5, perturbation_seed=seed)
+        return PairRecord(
+            key=key,
+            bias="acquiescence",
+            setting="key_typo",
+            p_q=None,
+            p_qp=None,
+            delta=delta,
+            uncertainty_q=0.5,
+            uncertainty_qp=0.5,
+            perturbation_seed=seed,
+        )
 
     records = [seeded("k1", 1, 1.0), seeded("k2", 1, 3.0), seeded("k1", 2, 3.0), seeded("k2", 2, 5.0)]
     m = model("m", "response_bias", {"acquiescence_key_typo": records})
@@ -267,4 +362,6 @@ def test_draws_table_and_the_task_row_count_each_question_once() -> None:
     assert (row["n_pairs"], row["n_draws"]) == (2, 2)
     assert row["delta"] == pytest.approx(3.0)
     assert "perturbation_draws" in build_tables([m], None)
-    assert "perturbation_draws" not in build_tables([model("m", "response_bias", {"acquiescence": [pair("k", "acquiescence", "bias", 1.0)]})], None)
+    assert "perturbation_draws" not in build_tables(
+        [model("m", "response_bias", {"acquiescence": [pair("k", "acquiescence", "bias", 1.0)]})], None
+    )

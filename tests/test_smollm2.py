@@ -55,8 +55,13 @@ def test_exact_mode_matches_a_plain_transformers_forward(smollm2: Path, tmp_path
 def test_sampling_mode_counts_the_invalid_answers(smollm2: Path, tmp_path: Path) -> None:
     """With the paper's raw prompt SmolLM2 mostly ends its turn: those answers are counted."""
     results, samples = run_lm_eval(
-        smollm2, tmp_path / "out", "biasmonkey_response_order", "--limit", "2",
-        "--metadata", '{"mode": "sample", "n_samples": 10}',
+        smollm2,
+        tmp_path / "out",
+        "biasmonkey_response_order",
+        "--limit",
+        "2",
+        "--metadata",
+        '{"mode": "sample", "n_samples": 10}',
     )
     task_results = results["results"]["biasmonkey_response_order"]
     records = assert_recomputes(task_results, samples["biasmonkey_response_order"], 2)

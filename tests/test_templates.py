@@ -10,7 +10,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from test_inspect import metrics, output, scripted
 
-from biasmonkey.harness_ext.inspect_tasks import TASKS, pair_samples
+from biasmonkey.harness_ext.inspect.response_bias import TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.prompts import parse_output, render_prompt
 from biasmonkey.tasks.response_bias.scoring import answer_counts
@@ -21,12 +21,12 @@ QUESTION = "Do you like tea?\nA. Yes\nB. No\nC. Not sure"
 LETTERS = ("A", "B", "C")
 
 
-def test_the_six_templates_of_the_paper_with_their_token_budgets() -> None:
+def test_the_papers_templates_and_our_wording_with_their_token_budgets() -> None:
     # Preprint Appendix C/D: one token for the main prompt and for the steering templates
     # (allow/forbid 1 and 2, response order 2); 50 tokens for extended generation; 100 for
-    # response-order template 1.
+    # response-order template 1. Our own wording of each (`<name>_biasmonkey`) keeps its budget.
     budgets = {name: (t.max_new_tokens, t.answer) for name, t in TEMPLATES.items()}
-    assert budgets == {
+    published = {
         "default": (1, "letter"),
         "extended": (50, "answer_line"),
         "allow_forbid_steer1": (1, "letter"),
@@ -34,12 +34,24 @@ def test_the_six_templates_of_the_paper_with_their_token_budgets() -> None:
         "response_order_steer1": (100, "answer_line"),
         "response_order_steer2": (1, "letter"),
     }
-    assert TEMPLATES["default"].biases == TEMPLATES["extended"].biases == (
-        "acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even"
+    ours = {f"{name}_biasmonkey": budget for name, budget in published.items() if name != "default"}
+    assert budgets == {**published, **ours}
+    assert (
+        TEMPLATES["default"].biases
+        == TEMPLATES["extended"].biases
+        == TEMPLATES["extended_biasmonkey"].biases
+        == ("acquiescence", "allow_forbid", "response_order", "opinion_float", "odd_even")
     )
-    assert TEMPLATES["allow_forbid_steer2"].biases == ("allow_forbid",)
-    assert TEMPLATES["response_order_steer1"].biases == ("response_order",)
-    assert all(t.description for t in TEMPLATES.values())
+    for name in ("allow_forbid_steer1", "allow_forbid_steer2"):
+        assert TEMPLATES[name].biases == TEMPLATES[f"{name}_biasmonkey"].biases == ("allow_forbid",)
+    for name in ("response_order_steer1", "response_order_steer2"):
+        assert TEMPLATES[name].biases == TEMPLATES[f"{name}_biasmonkey"].biases == ("response_order",)
+    assert all(t.description and t.source for t in TEMPLATES.values())
+    # every published template cites the paper; ours say they are ours
+    assert TEMPLATES["default"].source.startswith("Tjuatja et al., TACL 2024, Appendix B.2")
+    for name in published.keys() - {"default"}:
+        assert TEMPLATES[name].source.startswith("Tjuatja et al. 2023 preprint, arXiv:2311.04076, Appendix ")
+    assert all(TEMPLATES[name].source.startswith("biasmonkey's own wording") for name in ours)
 
 
 def test_default_template_is_the_papers_prompt_byte_for_byte() -> None:
@@ -87,8 +99,8 @@ def test_outputs_are_read_as_the_template_asks(template: str, completion: str, e
 @pytest.mark.parametrize(
     ("completion", "expected"),
     [
-        # Real SmolLM2-135M-Instruct outputs (extended template, chat template, temperature 1) on
-        # two-option acquiescence questions, labelled by hand.
+        # Real SmolLM2-135M-Instruct outputs (our wording of the extended template, chat template,
+        # temperature 1) on two-option acquiescence questions, labelled by hand.
         ("A. more prepared financially for retirement than older adults today", 0),
         ("B. The U.S. economy will be weaker\n\nI added a question mark because the answer would be", 1),
         ("Answer: B. The U.S. economy will be weaker\n\nYour reply requires you to use the letter", 1),
@@ -101,7 +113,8 @@ def test_outputs_are_read_as_the_template_asks(template: str, completion: str, e
     ],
 )
 def test_real_model_outputs_are_read_as_a_person_would(completion: str, expected: int | None) -> None:
-    assert parse_output(completion, ("A", "B"), "extended") == expected
+    assert parse_output(completion, ("A", "B"), "extended_biasmonkey") == expected
+    assert parse_output(completion, ("A", "B"), "extended") == expected  # the same reader
 
 
 def test_answer_counts_count_unreadable_outputs_as_invalid() -> None:
@@ -115,15 +128,33 @@ def test_answer_counts_count_unreadable_outputs_as_invalid() -> None:
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ("  text: no placeholder\n  max_new_tokens: 1\n  answer: letter\n  biases: all\n  description: d\n",
-         "text must contain {question}"),
-        ("  text: '{question}'\n  max_new_tokens: 5\n  answer: letter\n  biases: all\n  description: d\n",
-         "a `letter` answer is one token"),
-        ("  text: '{question}'\n  max_new_tokens: 5\n  answer: answer_line\n  biases: [acquiesence]\n  description: d\n",
-         "biases=.*must be `all` or a list of"),
-        ("  text: '{question}'\n  max_new_tokens: 0\n  answer: answer_line\n  biases: all\n  description: d\n",
-         "max_new_tokens=0 must be a positive integer"),
+        (
+            "  text: no placeholder\n  max_new_tokens: 1\n  answer: letter\n  biases: all\n  description: d\n",
+            "text must contain {question}",
+        ),
+        (
+            "  text: '{question}'\n  max_new_tokens: 5\n  answer: letter\n  biases: all\n  description: d\n",
+            "a `letter` answer is one token",
+        ),
+        (
+            "  text: '{question}'\n  max_new_tokens: 5\n  answer: answer_line\n  biases: [acquiesence]\n  description: d\n",
+            "biases=.*must be `all` or a list of",
+        ),
+        (
+            "  text: '{question}'\n  max_new_tokens: 0\n  answer: answer_line\n  biases: all\n  description: d\n",
+            "max_new_tokens=0 must be a positive integer",
+        ),
         ("  text: '{question}'\n  answer: json\n  biases: all\n", "missing description, max_new_tokens"),
+        (
+            "  text: '{question}'\n  max_new_tokens: 1\n  answer: letter\n  biases: all\n  description: d\n"
+            "  sorce: paper\n",
+            "unknown key\\(s\\) sorce",
+        ),
+        (
+            "  text: '{question}'\n  max_new_tokens: 1\n  answer: letter\n  biases: all\n  description: d\n"
+            "  source: [paper]\n",
+            "source=\\['paper'\\] must be text",
+        ),
     ],
 )
 def test_a_bad_templates_file_is_an_error_naming_file_and_template(tmp_path: Path, entry: str, message: str) -> None:
@@ -140,8 +171,16 @@ def test_template_options_are_checked_against_mode_and_task() -> None:
         RunOptions(template="response_order_steer1", virtual_samples=0)
     with pytest.raises(ValueError, match="option template='forbid' is unknown; available: default, extended"):
         RunOptions(template="forbid")
-    with pytest.raises(ValueError, match="template='allow_forbid_steer1' applies only to the allow_forbid tasks, "
-                                         "not to task 'acquiescence_reword'"):
+    # our wording is checked like the published template of the same name
+    with pytest.raises(ValueError, match="template='extended_biasmonkey' lets the model write up to 50 tokens"):
+        RunOptions(template="extended_biasmonkey")
+    with pytest.raises(ValueError, match="template='allow_forbid_steer2_biasmonkey' applies only to the allow_forbid"):
+        RunOptions(template="allow_forbid_steer2_biasmonkey").task_pairs("response_order", "bias")
+    with pytest.raises(
+        ValueError,
+        match="template='allow_forbid_steer1' applies only to the allow_forbid tasks, "
+        "not to task 'acquiescence_reword'",
+    ):
         RunOptions(template="allow_forbid_steer1").task_pairs("acquiescence", "bias", reword=True)
     with pytest.raises(ValueError, match="template='response_order_steer2' .* not to task 'odd_even_key_typo'"):
         TASKS["odd_even_key_typo"](template="response_order_steer2")
@@ -152,17 +191,27 @@ def test_template_options_are_checked_against_mode_and_task() -> None:
 def test_a_steering_template_runs_in_exact_mode_in_inspect(tmp_path: Path) -> None:
     opts = RunOptions(template="allow_forbid_steer1")
     (s1, s2) = pair_samples(opts, "allow_forbid", "bias")[:2]
-    assert s1.input == render_prompt(s1.metadata["q"], "allow_forbid_steer1") and s1.metadata["template"] == opts.template
-    model = scripted({
-        # allow/forbid Δ = 100(q[b] − q'[a]): pair 1 q B .6 of 1 → .6, q' A .2/(.2+.6) = .25 → Δ 35
-        s1.input: lambda: output("B", [(" B", .6), (" A", .4)]),
-        s1.metadata["qp_prompt"]: lambda: output("B", [(" B", .6), (" A", .2)]),
-        # pair 2: q[b] = .5, q'[a] = .5 → Δ 0
-        s2.input: lambda: output("A", [(" A", .5), (" B", .5)]),
-        s2.metadata["qp_prompt"]: lambda: output("A", [(" A", .5), (" B", .5)]),
-    })
-    (log,) = inspect_eval("biasmonkey/allow_forbid", model=model, limit=2, task_args={"template": "allow_forbid_steer1"},
-                          log_dir=str(tmp_path), display="none")
+    assert (
+        s1.input == render_prompt(s1.metadata["q"], "allow_forbid_steer1") and s1.metadata["template"] == opts.template
+    )
+    model = scripted(
+        {
+            # allow/forbid Δ = 100(q[b] − q'[a]): pair 1 q B .6 of 1 → .6, q' A .2/(.2+.6) = .25 → Δ 35
+            s1.input: lambda: output("B", [(" B", 0.6), (" A", 0.4)]),
+            s1.metadata["qp_prompt"]: lambda: output("B", [(" B", 0.6), (" A", 0.2)]),
+            # pair 2: q[b] = .5, q'[a] = .5 → Δ 0
+            s2.input: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+            s2.metadata["qp_prompt"]: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
+        }
+    )
+    (log,) = inspect_eval(
+        "biasmonkey/allow_forbid",
+        model=model,
+        limit=2,
+        task_args={"template": "allow_forbid_steer1"},
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert log.status == "success", log.error
     m = metrics(log)
     # mean (35 + 0)/2 = 17.5; stderr |35 − 0|/2 = 17.5; t = 1 on 1 df: p = 1 − (2/π)·atan(1) = 0.5

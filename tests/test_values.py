@@ -18,18 +18,21 @@ def draws(name: str, n: int = DRAWS, seed: str = "s", **params) -> list:
     return [v.VALUE_GENERATORS[name](rng, **params) for _ in range(n)]
 
 
-@pytest.mark.parametrize(("name", "params"), [
-    ("integer", {"low": 0, "high": 100}),
-    ("choice", {"values": ["x", "y", "z"]}),
-    ("coin", {}),
-    ("percentage", {"low": 10, "high": 50, "step": 5}),
-    ("country", {}),
-    ("external_source", {}),
-    ("stereotype", {}),
-    ("social_statement", {}),
-    ("life_event", {}),
-    ("skill_factor", {}),
-])
+@pytest.mark.parametrize(
+    ("name", "params"),
+    [
+        ("integer", {"low": 0, "high": 100}),
+        ("choice", {"values": ["x", "y", "z"]}),
+        ("coin", {}),
+        ("percentage", {"low": 10, "high": 50, "step": 5}),
+        ("country", {}),
+        ("external_source", {}),
+        ("stereotype", {}),
+        ("social_statement", {}),
+        ("life_event", {}),
+        ("skill_factor", {}),
+    ],
+)
 def test_every_generator_is_deterministic_and_varies(name: str, params: dict):
     first = draws(name, 50, "seed-1", **params)
     assert first == draws(name, 50, "seed-1", **params)  # same seed, same sequence
@@ -59,7 +62,12 @@ def test_choice_and_coin():
 
 def test_countries_three_per_continent_two_for_north_america_and_oceania():
     assert {c: len(names) for c, names in v.COUNTRIES.items()} == {
-        "Africa": 3, "Asia": 3, "Europe": 3, "North America": 2, "South America": 3, "Oceania": 2,
+        "Africa": 3,
+        "Asia": 3,
+        "Europe": 3,
+        "North America": 2,
+        "South America": 3,
+        "Oceania": 2,
     }
     all_countries = {name for names in v.COUNTRIES.values() for name in names}
     assert set(draws("country", 2000)) == all_countries
@@ -87,10 +95,13 @@ def test_stereotype_returns_one_group_with_its_four_traits():
     assert all(len(set(row)) == 5 for row in v.STEREOTYPES)  # four distinct traits per group
 
 
-@pytest.mark.parametrize(("name", "flag", "table"), [
-    ("social_statement", "desirable_if_true", v.SOCIAL_STATEMENTS),
-    ("life_event", "positive", v.LIFE_EVENTS),
-])
+@pytest.mark.parametrize(
+    ("name", "flag", "table"),
+    [
+        ("social_statement", "desirable_if_true", v.SOCIAL_STATEMENTS),
+        ("life_event", "positive", v.LIFE_EVENTS),
+    ],
+)
 def test_statements_and_events_carry_their_direction(name: str, flag: str, table: tuple):
     generator = v.VALUE_GENERATORS[name]
     assert generator.fields == ("text", flag)
@@ -107,8 +118,23 @@ def test_skill_factor_draws_each_factor():
 
 
 def test_option_presets():
-    assert v.OPTION_PRESETS["percentage11"] == ["0%", "10%", "20%", "30%", "40%", "50%", "60%", "70%", "80%", "90%", "100%"]
+    assert v.OPTION_PRESETS["percentage11"] == [
+        "0%",
+        "10%",
+        "20%",
+        "30%",
+        "40%",
+        "50%",
+        "60%",
+        "70%",
+        "80%",
+        "90%",
+        "100%",
+    ]
     for name, options in v.OPTION_PRESETS.items():
         if name.startswith("likert7"):
             assert len(options) == len(set(options)) == 7, name
-    assert v.OPTION_PRESETS["likert7_ab"][0] == "Strongly prefer A" and v.OPTION_PRESETS["likert7_ab"][-1] == "Strongly prefer B"
+    assert (
+        v.OPTION_PRESETS["likert7_ab"][0] == "Strongly prefer A"
+        and v.OPTION_PRESETS["likert7_ab"][-1] == "Strongly prefer B"
+    )

@@ -16,9 +16,10 @@ from inspect_ai import eval as inspect_eval
 from test_inspect import metrics, output, scripted
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
-from biasmonkey.harness_ext.inspect_tasks import TASKS, VARIANT_TASKS, pair_samples, records_from_eval_log
-from biasmonkey.harness_ext.lm_eval_tasks import pair_record, records_from_samples_file
+from biasmonkey.harness_ext.inspect.response_bias import TASKS, VARIANT_TASKS, pair_samples
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics import draw_variation, summarize_deltas
+from biasmonkey.tasks.response_bias.codecs import record_from_results as pair_record
 from biasmonkey.tasks.response_bias.options import RunOptions, parse_seeds
 from biasmonkey.tasks.response_bias.pairs import build_pairs
 from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_weights
@@ -54,7 +55,10 @@ def test_a_perturbation_task_holds_every_draw_and_bias_tasks_ignore_seeds() -> N
     assert len(pairs) == 2 * 126
     # question by question, the draws in the given order; each draw is the single-seed draw
     assert [(p["key"], p["perturbation_seed"]) for p in pairs[:4]] == [
-        (pairs[0]["key"], 3), (pairs[0]["key"], 1), (pairs[2]["key"], 3), (pairs[2]["key"], 1)
+        (pairs[0]["key"], 3),
+        (pairs[0]["key"], 1),
+        (pairs[2]["key"], 3),
+        (pairs[2]["key"], 1),
     ]
     for seed in (3, 1):
         single = build_pairs("opinion_float", "key_typo", perturbation_seed=seed)
@@ -96,9 +100,15 @@ def test_draw_variation_gives_each_draw_and_the_spread() -> None:
         return PairRecord(key, "acquiescence", setting, None, None, delta, None, None, perturbation_seed=seed)
 
     records = [
-        rec("a", 1, 1.0), rec("b", 1, 2.0), rec("c", 1, 6.0),
-        rec("a", 2, -1.0), rec("b", 2, 0.0), rec("c", 2, None),  # c has no Δ in draw 2
-        rec("a", 3, 4.0), rec("b", 3, 5.0), rec("c", 3, 6.0),
+        rec("a", 1, 1.0),
+        rec("b", 1, 2.0),
+        rec("c", 1, 6.0),
+        rec("a", 2, -1.0),
+        rec("b", 2, 0.0),
+        rec("c", 2, None),  # c has no Δ in draw 2
+        rec("a", 3, 4.0),
+        rec("b", 3, 5.0),
+        rec("c", 3, 6.0),
         rec("a", None, 9.0, setting="bias"),  # not a draw: skipped
     ]
     (v,) = draw_variation(records)
@@ -135,11 +145,17 @@ def test_inspect_reports_every_draw(tmp_path: Path) -> None:
     assert len(q) == 2 and len(set(qp)) == 4 and not q & set(qp)
     # acquiescence Δ = 100(q'[a] − q[a]) with q = [.5, .5]: q' A shares .6, .8 (question 1, draws
     # 1, 2) and .7, .95 (question 2) → Δ 10, 30, 20, 45
-    shares = dict(zip(qp, (.6, .8, .7, .95)))
+    shares = dict(zip(qp, (0.6, 0.8, 0.7, 0.95)))
     script = {prompt: (lambda a=a: output("A", [(" A", a), (" B", 1 - a)])) for prompt, a in shares.items()}
-    script.update({prompt: lambda: output("A", [(" A", .5), (" B", .5)]) for prompt in q})
-    (log,) = inspect_eval("biasmonkey/acquiescence_key_typo", model=scripted(script), limit=4,
-                          task_args={"perturbation_seeds": "1,2"}, log_dir=str(tmp_path), display="none")
+    script.update({prompt: lambda: output("A", [(" A", 0.5), (" B", 0.5)]) for prompt in q})
+    (log,) = inspect_eval(
+        "biasmonkey/acquiescence_key_typo",
+        model=scripted(script),
+        limit=4,
+        task_args={"perturbation_seeds": "1,2"},
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert log.status == "success", log.error
     m = metrics(log)
     # draw 1: Δ 10, 20 → mean 15, stderr 5, t 3 on 1 df → p = 1 − (2/π)·atan(3); draw 2: Δ 30, 45 → 37.5
@@ -157,9 +173,13 @@ def test_inspect_reports_every_draw(tmp_path: Path) -> None:
 def exact_seed_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """Exact mode: the reword task and 3 draws of a perturbation (2 questions each)."""
     return run_lm_eval(
-        tiny_model, tmp_path_factory.mktemp("exact") / "out",
+        tiny_model,
+        tmp_path_factory.mktemp("exact") / "out",
         "biasmonkey_acquiescence_reword,biasmonkey_acquiescence_key_typo",
-        "--limit", "6", "--metadata", '{"perturbation_seeds": [1, 2, 3]}',
+        "--limit",
+        "6",
+        "--metadata",
+        '{"perturbation_seeds": [1, 2, 3]}',
     )
 
 
@@ -175,8 +195,14 @@ def test_lm_eval_reports_every_draw_besides_the_pooled_numbers(exact_seed_run) -
     for seed, deltas in by_seed.items():
         expected = summarize_deltas(deltas)
         assert metric(task, f"n_pairs_s{seed}") == 2
-        for suffix, value in [("", expected.mean), ("_stderr", expected.stderr), ("_t", expected.t),
-                              ("_p", expected.p), ("_ci_low", expected.ci_low), ("_ci_high", expected.ci_high)]:
+        for suffix, value in [
+            ("", expected.mean),
+            ("_stderr", expected.stderr),
+            ("_t", expected.t),
+            ("_p", expected.p),
+            ("_ci_low", expected.ci_low),
+            ("_ci_high", expected.ci_high),
+        ]:
             assert metric(task, f"delta_s{seed}{suffix}") == pytest.approx(value, rel=1e-9), (seed, suffix)
     pooled = summarize_deltas([r.delta for r in records])
     assert metric(task, "n_pairs") == 6 and metric(task, "delta_p") == pytest.approx(pooled.p, rel=1e-9)
@@ -192,8 +218,13 @@ def test_lm_eval_reports_every_draw_besides_the_pooled_numbers(exact_seed_run) -
 def generation_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     """Sample mode with the extended-generation template: 2 draws of a perturbation (2 questions)."""
     return run_lm_eval(
-        tiny_model, tmp_path_factory.mktemp("gen") / "out", ",".join(f"biasmonkey_{t}" for t in SAMPLE_TASKS),
-        "--limit", "4", "--metadata", json.dumps(SAMPLE_RUN),
+        tiny_model,
+        tmp_path_factory.mktemp("gen") / "out",
+        ",".join(f"biasmonkey_{t}" for t in SAMPLE_TASKS),
+        "--limit",
+        "4",
+        "--metadata",
+        json.dumps(SAMPLE_RUN),
     )
 
 
@@ -203,7 +234,8 @@ def test_lm_eval_sends_the_templates_generation_requests(generation_run) -> None
         for line in samples[f"biasmonkey_{task}"].read_text().splitlines():
             sample = json.loads(line)
             (q_args, qp_args) = [a for a in sample["arguments"].values()][:2]
-            assert q_args["arg_0"].startswith("Reply to the question below in this format:")
+            # the preprint's extended-generation template (Appendix C), as published
+            assert q_args["arg_0"].startswith("Please answer the question below in the following format:\n")
             kwargs = q_args["arg_1"]
             assert kwargs["max_gen_toks"] == 50 and "\n" not in kwargs["until"] and kwargs["do_sample"] is True
             assert [len(side) for side in sample["filtered_resps"]] == [3, 3]
@@ -226,8 +258,14 @@ def test_generation_outputs_give_identical_records_in_inspect(generation_run, tm
                     outputs[prompt] = iter(answers)
             model = scripted({p: (lambda it=it: output(next(it))) for p, it in outputs.items()})
             args = {**SAMPLE_RUN, "perturbation_seeds": None, "perturbation_seed": seed}
-            (log,) = inspect_eval(f"biasmonkey/{task}", model=model, limit=len(draw), task_args=args,
-                                  log_dir=str(tmp_path / task / str(seed)), display="none")
+            (log,) = inspect_eval(
+                f"biasmonkey/{task}",
+                model=model,
+                limit=len(draw),
+                task_args=args,
+                log_dir=str(tmp_path / task / str(seed)),
+                display="none",
+            )
             assert log.status == "success", log.error
             theirs = {r.key: r for r in lm_records if r.perturbation_seed == seed}
             ours = records_from_eval_log(log.location)
@@ -243,8 +281,14 @@ def test_scripted_generation_outputs_count_the_same_in_both_adapters(tmp_path: P
     qp_out = [" A - agree", " C\nReason: none", " (a)", " B\nReason: no"]
     answers = {sample.input: iter(q_out), sample.metadata["qp_prompt"]: iter(qp_out)}
     model = scripted({p: (lambda it=it: output(next(it))) for p, it in answers.items()})
-    (log,) = inspect_eval("biasmonkey/acquiescence", model=model, limit=1, log_dir=str(tmp_path), display="none",
-                          task_args={"mode": "sample", "n_samples": 4, "template": "extended"})
+    (log,) = inspect_eval(
+        "biasmonkey/acquiescence",
+        model=model,
+        limit=1,
+        log_dir=str(tmp_path),
+        display="none",
+        task_args={"mode": "sample", "n_samples": 4, "template": "extended"},
+    )
     m = metrics(log)
     # q: A 2, B 1, 1 invalid → [2/3, 1/3]; q': A 2, B 1, C not offered → [2/3, 1/3]; Δ = 100(2/3 − 2/3) = 0
     # invalid: 2 of 8

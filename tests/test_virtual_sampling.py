@@ -22,13 +22,32 @@ from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.scoring import PairRecord, score_exact, score_samples
 
 # response order: q' offers q's three options reversed
-DOC = {"key": "K1", "bias": "response_order", "setting": "bias", "q_letters": list("ABC"), "qp_letters": list("ABC"),
-       "qp_positions": [2, 1, 0]}
+DOC = {
+    "key": "K1",
+    "bias": "response_order",
+    "setting": "bias",
+    "q_letters": list("ABC"),
+    "qp_letters": list("ABC"),
+    "qp_positions": [2, 1, 0],
+}
 
 
-def record(p_q: list[float], p_qp: list[float], mass_q: float | None = 0.5, mass_qp: float | None = 0.25, key: str = "K1") -> PairRecord:
-    return PairRecord(key, "response_order", "bias", p_q, p_qp, None, None, None,
-                      valid_mass_q=mass_q, valid_mass_qp=mass_qp, qp_positions=[2, 1, 0])
+def record(
+    p_q: list[float], p_qp: list[float], mass_q: float | None = 0.5, mass_qp: float | None = 0.25, key: str = "K1"
+) -> PairRecord:
+    return PairRecord(
+        key,
+        "response_order",
+        "bias",
+        p_q,
+        p_qp,
+        None,
+        None,
+        None,
+        valid_mass_q=mass_q,
+        valid_mass_qp=mass_qp,
+        qp_positions=[2, 1, 0],
+    )
 
 
 def test_degenerate_distribution_puts_every_draw_on_its_option() -> None:
@@ -149,14 +168,17 @@ def test_run_options_validate_virtual_sampling() -> None:
         RunOptions(virtual_samples=-1)
     with pytest.raises(ValueError, match="option virtual_seed='x' must be a non-negative integer"):
         RunOptions(virtual_seed="x")  # type: ignore[arg-type]
-    with pytest.raises(ValueError, match="option virtual_samples=50 draws from exact-mode distributions; use it with mode=exact"):
+    with pytest.raises(
+        ValueError, match="option virtual_samples=50 draws from exact-mode distributions; use it with mode=exact"
+    ):
         RunOptions(mode="sample", virtual_samples=50)
 
 
 def test_run_command_passes_the_virtual_options_to_lm_eval() -> None:
     import json
 
-    from biasmonkey.harness_ext.cli import build_parser, lm_eval_command
+    from biasmonkey.harness_ext.cli import build_parser
+    from biasmonkey.harness_ext.run import lm_eval_command
 
     args = build_parser().parse_args(["run", "--virtual-samples", "50", "--virtual-seed", "9"])
     cmd = lm_eval_command(args, "/models/m")
@@ -170,6 +192,10 @@ def test_each_perturbation_draw_has_its_own_stream() -> None:
     # perturbation_seeds: one record per (key, draw) in a task; their q sides ask the same q, but
     # their virtual answers must be independent draws (labels …:q:draw1 vs …:q:draw2)
     p = [0.3, 0.4, 0.3]
-    one, two = (PairRecord("K1", "response_order", "key_typo", p, p, None, None, None, perturbation_seed=s) for s in (1, 2))
-    assert draw_counts(p, 50, 0, "response_order:key_typo:K1:q:draw1").tolist() == virtual_counts(one, 50, 0)[0].tolist()
+    one, two = (
+        PairRecord("K1", "response_order", "key_typo", p, p, None, None, None, perturbation_seed=s) for s in (1, 2)
+    )
+    assert (
+        draw_counts(p, 50, 0, "response_order:key_typo:K1:q:draw1").tolist() == virtual_counts(one, 50, 0)[0].tolist()
+    )
     assert virtual_counts(one, 50, 0)[0].tolist() != virtual_counts(two, 50, 0)[0].tolist()

@@ -20,23 +20,35 @@ from test_inspect_parity import RAW_PROMPT
 from test_lm_eval_e2e import metric, run_lm_eval
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect_common import read_finished_log
-from biasmonkey.harness_ext.inspect_tasks import records_from_eval_log
-from biasmonkey.harness_ext.lm_eval_tasks import records_from_samples_file
+from biasmonkey.harness_ext.inspect.logs import read_finished_log
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics.virtual_sampling import virtual_delta, virtual_statistics
 
 pytestmark = pytest.mark.usefixtures("data_dir")
 TASKS = ("response_order", "odd_even_key_typo")
 N, SEED, LIMIT = 50, 7, 4
-VIRTUAL_METRICS = ("virtual_delta", "virtual_delta_t", "virtual_delta_p", "virtual_delta_ci_low", "virtual_delta_ci_high")
+VIRTUAL_METRICS = (
+    "virtual_delta",
+    "virtual_delta_t",
+    "virtual_delta_p",
+    "virtual_delta_ci_low",
+    "virtual_delta_ci_high",
+)
 
 
 @pytest.fixture(scope="module")
 def lm_eval_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict[str, Path]]:
     metadata = json.dumps({"virtual_samples": N, "virtual_seed": SEED})
     return run_lm_eval(
-        tiny_model, tmp_path_factory.mktemp("lm_eval"), ",".join(f"biasmonkey_{t}" for t in TASKS),
-        "--limit", str(LIMIT), "--metadata", metadata, batch_size=1, dtype="float64",
+        tiny_model,
+        tmp_path_factory.mktemp("lm_eval"),
+        ",".join(f"biasmonkey_{t}" for t in TASKS),
+        "--limit",
+        str(LIMIT),
+        "--metadata",
+        metadata,
+        batch_size=1,
+        dtype="float64",
     )
 
 
@@ -44,10 +56,14 @@ def lm_eval_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> t
 def inspect_logs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     vocab = len(AutoTokenizer.from_pretrained(tiny_model))
     logs = inspect_eval(
-        [f"biasmonkey/{t}" for t in TASKS], model=f"hf/{tiny_model}",
-        model_args={"device": "cpu", "dtype": "float64", **RAW_PROMPT}, limit=LIMIT,
+        [f"biasmonkey/{t}" for t in TASKS],
+        model=f"hf/{tiny_model}",
+        model_args={"device": "cpu", "dtype": "float64", **RAW_PROMPT},
+        limit=LIMIT,
         task_args={"top_logprobs": min(vocab, 1000), "virtual_samples": N, "virtual_seed": SEED},
-        log_dir=str(tmp_path_factory.mktemp("inspect")), display="none", max_connections=1,
+        log_dir=str(tmp_path_factory.mktemp("inspect")),
+        display="none",
+        max_connections=1,
     )
     assert all(log.status == "success" for log in logs)
     return {log.eval.task.removeprefix("biasmonkey/"): log.location for log in logs}
@@ -57,7 +73,10 @@ def inspect_logs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> 
 def test_both_harnesses_draw_the_same_virtual_answers(task: str, lm_eval_run, inspect_logs) -> None:
     results, samples = lm_eval_run
     lm_records = {r.key: r for r in records_from_samples_file(samples[f"biasmonkey_{task}"])}
-    logged = {json.loads(line)["doc"]["key"]: json.loads(line) for line in samples[f"biasmonkey_{task}"].read_text().splitlines()}
+    logged = {
+        json.loads(line)["doc"]["key"]: json.loads(line)
+        for line in samples[f"biasmonkey_{task}"].read_text().splitlines()
+    }
     log = read_finished_log(inspect_logs[task])
     inspect_values = {s.id: s.scores["pair_scorer"].value for s in log.samples}
     inspect_records = {r.key: r for r in records_from_eval_log(inspect_logs[task])}
@@ -80,9 +99,14 @@ def test_both_harnesses_draw_the_same_virtual_answers(task: str, lm_eval_run, in
     # the reported aggregates are the statistics recomputed from the logged records
     stats = virtual_statistics(lm_records.values(), N, SEED)
     expected = {
-        "virtual_delta": stats.delta.mean, "virtual_delta_t": stats.delta.t, "virtual_delta_p": stats.delta.p,
-        "virtual_delta_ci_low": stats.delta.ci_low, "virtual_delta_ci_high": stats.delta.ci_high,
-        "virtual_n_pairs": stats.delta.n, "invalid_mass": stats.invalid_mass, "virtual_expected_draws": stats.expected_draws,
+        "virtual_delta": stats.delta.mean,
+        "virtual_delta_t": stats.delta.t,
+        "virtual_delta_p": stats.delta.p,
+        "virtual_delta_ci_low": stats.delta.ci_low,
+        "virtual_delta_ci_high": stats.delta.ci_high,
+        "virtual_n_pairs": stats.delta.n,
+        "invalid_mass": stats.invalid_mass,
+        "virtual_expected_draws": stats.expected_draws,
     }
     lm_results = results["results"][f"biasmonkey_{task}"]
     inspect_metrics = {name: m.value for name, m in log.results.scores[0].metrics.items()}
@@ -94,8 +118,15 @@ def test_both_harnesses_draw_the_same_virtual_answers(task: str, lm_eval_run, in
 
 def test_virtual_metrics_only_with_the_option(tiny_model: Path, tmp_path: Path) -> None:
     """Without virtual_samples an Inspect task reports no virtual metrics (tiny model, one pair)."""
-    logs = inspect_eval("biasmonkey/response_order", model=f"hf/{tiny_model}", model_args={"device": "cpu", **RAW_PROMPT},
-                        limit=1, task_args={"top_logprobs": 50}, log_dir=str(tmp_path), display="none")
+    logs = inspect_eval(
+        "biasmonkey/response_order",
+        model=f"hf/{tiny_model}",
+        model_args={"device": "cpu", **RAW_PROMPT},
+        limit=1,
+        task_args={"top_logprobs": 50},
+        log_dir=str(tmp_path),
+        display="none",
+    )
     names = set(logs[0].results.scores[0].metrics)
     assert "delta" in names and not names & {*VIRTUAL_METRICS, "invalid_mass", "virtual_expected_draws"}
     # the record still carries the valid masses, so the virtual statistics can be computed later
@@ -105,13 +136,15 @@ def test_virtual_metrics_only_with_the_option(tiny_model: Path, tmp_path: Path) 
 
 def test_inspect_valid_mass_from_the_top_logprobs_by_hand(tmp_path: Path) -> None:
     ((q, qp),) = prompts(1)
-    model = scripted({
-        # q: A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → valid mass .6, p_q = (2/3, 1/3)
-        q: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
-        # q': A = .9; B is not in the top-k: floor min(smallest .05, unreturned .05 / 1) = .05
-        #     → valid mass .95 (imputed floor included), p_q' = (.9/.95, .05/.95)
-        qp: lambda: output("A", [(" A", 0.9), ("x", 0.05)]),
-    })
+    model = scripted(
+        {
+            # q: A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → valid mass .6, p_q = (2/3, 1/3)
+            q: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
+            # q': A = .9; B is not in the top-k: floor min(smallest .05, unreturned .05 / 1) = .05
+            #     → valid mass .95 (imputed floor included), p_q' = (.9/.95, .05/.95)
+            qp: lambda: output("A", [(" A", 0.9), ("x", 0.05)]),
+        }
+    )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, task_args={"virtual_samples": 10})
     assert log.status == "success", log.error
     m = {name: v.value for name, v in log.results.scores[0].metrics.items()}

@@ -23,8 +23,8 @@ from test_yesno_lm_eval import REPORTED  # the lm-eval tasks' metrics
 from tokenizers import processors
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect_yesno import TASKS, hf_null_prompt, records_from_eval_log
-from biasmonkey.harness_ext.lm_eval_yesno import records_from_samples_file
+from biasmonkey.harness_ext.inspect.yesno import TASKS, hf_null_prompt
+from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics.yesno import stratified_folds
 from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
 
@@ -52,20 +52,22 @@ def counted(calls: list[str], name: str, top: Top) -> Callable[[], ModelOutput]:
 
 # Null (no-context) prompt, unset → "" for a provider other than hf/: P(" Yes") .5 + P("Yes") .1 = .6,
 # P(" No") .2 + P("No") .1 = .3 → null_yes = log .6, null_no = log .3: Generic subtracts log 2 from each margin.
-NULL_TOP: Top = [(" Yes", .5), ("Yes", .1), (" No", .2), ("No", .1), ("z", .1)]
+NULL_TOP: Top = [(" Yes", 0.5), ("Yes", 0.1), (" No", 0.2), ("No", 0.1), ("z", 0.1)]
 # comps-1..4 (gold Yes, Yes, No, No); space markers " ", "Ġ", "▁" all read as the spelling with a space.
 ITEM_TOPS: list[Top] = [
-    [(" Yes", .4), ("Yes", .1), ("ĠNo", .2), ("No", .1), ("x", .2)],  # yes .5, no .3
-    [("▁Yes", .2), ("Yes", .15), (" No", .2), ("No", .1), ("y", .35)],  # yes .35, no .3
-    [(" Yes", .3), ("Yes", .3), (" No", .1), ("No", .1), ("x", .2)],  # yes .6, no .2
-    [(" Yes", .2), ("Yes", .1), (" No", .3), ("No", .3), ("x", .1)],  # yes .3, no .6
+    [(" Yes", 0.4), ("Yes", 0.1), ("ĠNo", 0.2), ("No", 0.1), ("x", 0.2)],  # yes .5, no .3
+    [("▁Yes", 0.2), ("Yes", 0.15), (" No", 0.2), ("No", 0.1), ("y", 0.35)],  # yes .35, no .3
+    [(" Yes", 0.3), ("Yes", 0.3), (" No", 0.1), ("No", 0.1), ("x", 0.2)],  # yes .6, no .2
+    [(" Yes", 0.2), ("Yes", 0.1), (" No", 0.3), ("No", 0.3), ("x", 0.1)],  # yes .3, no .6
 ]
 
 
 def test_metrics_from_scripted_logprobs(tmp_path: Path) -> None:
     calls: list[str] = []
     prompts = comps_prompts(4)
-    model = scripted({"": counted(calls, "null", NULL_TOP), **{p: counted(calls, p, t) for p, t in zip(prompts, ITEM_TOPS)}})
+    model = scripted(
+        {"": counted(calls, "null", NULL_TOP), **{p: counted(calls, p, t) for p, t in zip(prompts, ITEM_TOPS)}}
+    )
     log = run("biasmonkey/yesno_comps", model, tmp_path, limit=4)
     assert log.status == "success", log.error
     assert calls.count("null") == 1  # one no-context request for all four items
@@ -93,11 +95,13 @@ def test_metrics_from_scripted_logprobs(tmp_path: Path) -> None:
     score = sample.scores["yesno_scorer"]
     assert sample.id == "comps-1" and score.answer == "Yes" and score.metadata["null_prompt"] == ""
     value = score.value
-    assert [value[k] for k in ("lp_space_yes", "lp_yes", "lp_space_no", "lp_no")] == pytest.approx([math.log(p) for p in (.4, .1, .2, .1)])
-    assert [value[k] for k in ("null_lp_space_yes", "null_lp_yes", "null_lp_space_no", "null_lp_no")] == pytest.approx(
-        [math.log(p) for p in (.5, .1, .2, .1)]
+    assert [value[k] for k in ("lp_space_yes", "lp_yes", "lp_space_no", "lp_no")] == pytest.approx(
+        [math.log(p) for p in (0.4, 0.1, 0.2, 0.1)]
     )
-    assert value["yes"] == pytest.approx(math.log(.5)) and value["null_no"] == pytest.approx(math.log(.3))
+    assert [value[k] for k in ("null_lp_space_yes", "null_lp_yes", "null_lp_space_no", "null_lp_no")] == pytest.approx(
+        [math.log(p) for p in (0.5, 0.1, 0.2, 0.1)]
+    )
+    assert value["yes"] == pytest.approx(math.log(0.5)) and value["null_no"] == pytest.approx(math.log(0.3))
     assert value["gold_yes"] == 1 and value["n_imputed"] == value["n_imputed_null"] == 0
 
     records = records_from_eval_log(log.location)
@@ -108,8 +112,13 @@ def test_metrics_from_scripted_logprobs(tmp_path: Path) -> None:
 
 def test_specific_folds_follow_k_and_seed(tmp_path: Path) -> None:
     prompts = comps_prompts(4)
-    tops = [*ITEM_TOPS[:3], [(" Yes", .3), ("Yes", .15), (" No", .3), ("No", .2), ("x", .05)]]  # comps-4: yes .45, no .5
-    model = scripted({"": lambda: output("Yes", NULL_TOP), **{p: (lambda t=t: output("Yes", t)) for p, t in zip(prompts, tops)}})
+    tops = [
+        *ITEM_TOPS[:3],
+        [(" Yes", 0.3), ("Yes", 0.15), (" No", 0.3), ("No", 0.2), ("x", 0.05)],
+    ]  # comps-4: yes .45, no .5
+    model = scripted(
+        {"": lambda: output("Yes", NULL_TOP), **{p: (lambda t=t: output("Yes", t)) for p, t in zip(prompts, tops)}}
+    )
     # Margins .5108, .1542, 1.0986, log(.45/.5) = −.1054. With k = 2 each fold holds one Yes and one No item;
     # seed 2 draws the folds [0, 1, 1, 0]: {comps-1, comps-4} and {comps-2, comps-3}.
     assert stratified_folds([True, True, False, False], k=2, seed=2).tolist() == [0, 1, 1, 0]
@@ -125,13 +134,15 @@ def test_specific_folds_follow_k_and_seed(tmp_path: Path) -> None:
 
 def test_spellings_missing_from_the_top_k_are_imputed_and_counted(tmp_path: Path) -> None:
     p1, p2 = comps_prompts(2)
-    model = scripted({
-        # "No" not returned: floor = min(smallest .05, unreturned (1 − .95)/1) = .05 → no = log(.2 + .05)
-        p1: lambda: output("Yes", [(" Yes", .5), ("Yes", .2), (" No", .2), ("z", .05)]),
-        p2: lambda: output("Yes", ITEM_TOPS[1]),
-        # "Yes" and "No" not returned: floor = min(.3, (1 − .9)/2) = .05 each → null yes .65, null no .35
-        "": lambda: output("Yes", [(" Yes", .6), (" No", .3)]),
-    })
+    model = scripted(
+        {
+            # "No" not returned: floor = min(smallest .05, unreturned (1 − .95)/1) = .05 → no = log(.2 + .05)
+            p1: lambda: output("Yes", [(" Yes", 0.5), ("Yes", 0.2), (" No", 0.2), ("z", 0.05)]),
+            p2: lambda: output("Yes", ITEM_TOPS[1]),
+            # "Yes" and "No" not returned: floor = min(.3, (1 − .9)/2) = .05 each → null yes .65, null no .35
+            "": lambda: output("Yes", [(" Yes", 0.6), (" No", 0.3)]),
+        }
+    )
     log = run("biasmonkey/yesno_comps", model, tmp_path, limit=2, epochs=2)
     assert log.status == "success", log.error
     # 1 imputed after comps-1's prompt + 2 in the single no-context measurement (not 2 per item);
@@ -139,9 +150,9 @@ def test_spellings_missing_from_the_top_k_are_imputed_and_counted(tmp_path: Path
     assert metrics(log)["imputed_continuations"] == 3
     assert [r.id for r in records_from_eval_log(log.location)] == ["comps-1", "comps-2"]  # epoch-reduced
     value = log.samples[0].scores["yesno_scorer"].value
-    assert value["lp_no"] == pytest.approx(math.log(.05)) and value["no"] == pytest.approx(math.log(.25))
+    assert value["lp_no"] == pytest.approx(math.log(0.05)) and value["no"] == pytest.approx(math.log(0.25))
     assert (value["n_imputed"], value["n_imputed_null"]) == (1, 2)
-    assert (value["null_yes"], value["null_no"]) == pytest.approx((math.log(.65), math.log(.35)))
+    assert (value["null_yes"], value["null_no"]) == pytest.approx((math.log(0.65), math.log(0.35)))
 
 
 def test_a_provider_without_logprobs_is_a_clear_error(tmp_path: Path) -> None:
@@ -177,29 +188,40 @@ def test_task_parameters_are_validated() -> None:
         ("top_logprobs", 0, "option top_logprobs=0 must be a positive integer"),
         ("k", 1, "option k=1 must be at least 2"),
         ("seed", "x", "option seed='x' must be a non-negative integer"),
-        ("null_prompt", {"Q": None}, "option null_prompt={'Q': None} must be a text; quote it"),  # what -T null_prompt=Q: parses to
+        (
+            "null_prompt",
+            {"Q": None},
+            "option null_prompt={'Q': None} must be a text; quote it",
+        ),  # what -T null_prompt=Q: parses to
     ]:
         with pytest.raises(ValueError, match=re.escape(message)):
             task(**{option: bad})
     assert TASKS["yesno_ewok_social_relations_fewshot"](k=3, seed=7).dataset[0].metadata == {
-        "id": "ewok-social_relations-1", "dataset": "ewok", "domain": "social_relations", "gold": "Yes", "k": 3, "seed": 7,
+        "id": "ewok-social_relations-1",
+        "dataset": "ewok",
+        "domain": "social_relations",
+        "gold": "Yes",
+        "k": 3,
+        "seed": 7,
     }
 
 
 def test_every_lm_eval_task_has_an_inspect_task_that_runs(tmp_path: Path) -> None:
     lm_eval_names = sorted(
-        name for f in (REPO / "tasks" / "yesno").glob("*.yaml")
+        name
+        for f in (REPO / "tasks" / "yesno").glob("*.yaml")
         for name in re.findall(r"^task: (biasmonkey_yesno_\w+)$", f.read_text(), flags=re.M)
     )
-    assert len(lm_eval_names) == 26
+    assert len(lm_eval_names) == 45  # 4 sets + 11 EWoK domains, × 3 prompt types
     assert sorted(f"biasmonkey_{name}" for name in TASKS) == lm_eval_names
-    top = [(" Yes", .3), ("Yes", .1), (" No", .2), ("No", .1)]  # yes .4 > no .3: every item answers Yes
+    top = [(" Yes", 0.3), ("Yes", 0.1), (" No", 0.2), ("No", 0.1)]  # yes .4 > no .3: every item answers Yes
     calls: list[str] = []
     model = scripted({"": counted(calls, "null", top)}, default=output("Yes", top))
-    logs = inspect_eval([f"biasmonkey/{name}" for name in TASKS], model=model, limit=1,
-                        log_dir=str(tmp_path / "logs"), display="none")
-    assert [log.status for log in logs] == ["success"] * 26
-    assert calls == ["null"]  # one no-context request for the model, shared by the 26 tasks
+    logs = inspect_eval(
+        [f"biasmonkey/{name}" for name in TASKS], model=model, limit=1, log_dir=str(tmp_path / "logs"), display="none"
+    )
+    assert [log.status for log in logs] == ["success"] * 45
+    assert calls == ["null"]  # one no-context request for the model, shared by the 45 tasks
     for log in logs:
         m = metrics(log)
         assert set(REPORTED) | {"imputed_continuations"} == set(m), log.eval.task
@@ -225,14 +247,31 @@ def test_hf_null_prompt_is_the_prefix_token_alone(tiny_model: Path, caplog: pyte
     assert "not as the prefix token alone" in caplog.text
 
     # A tokenizer that adds BOS itself turns "" into the prefix token.
-    tok._tokenizer.post_processor = processors.TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)])
+    tok._tokenizer.post_processor = processors.TemplateProcessing(
+        single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)]
+    )
     assert tok("").input_ids == [0] and hf_null_prompt(tok, lambda text: text) == ""
 
 
 def test_inspect_cli_on_the_tiny_hf_model(tiny_model: Path, tmp_path: Path) -> None:
     inspect = Path(sys.executable).with_name("inspect")
-    cmd = [str(inspect), "eval", "biasmonkey/yesno_comps_fewshot", "--model", f"hf/{tiny_model}", "-M", "device=cpu",
-           "-T", "top_logprobs=5", "--limit", "3", "--log-dir", str(tmp_path / "logs"), "--display", "none"]
+    cmd = [
+        str(inspect),
+        "eval",
+        "biasmonkey/yesno_comps_fewshot",
+        "--model",
+        f"hf/{tiny_model}",
+        "-M",
+        "device=cpu",
+        "-T",
+        "top_logprobs=5",
+        "--limit",
+        "3",
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--display",
+        "none",
+    ]
     proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     (log_file,) = (tmp_path / "logs").glob("*.eval")
@@ -266,18 +305,29 @@ def yesno_tiny_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def assert_parity(model: Path, tmp_path: Path, tasks: tuple[str, ...], limit: int, top_logprobs: int, tol: float) -> None:
+def assert_parity(
+    model: Path, tmp_path: Path, tasks: tuple[str, ...], limit: int, top_logprobs: int, tol: float
+) -> None:
     """Inspect (hf/, raw prompt) and lm-eval (hf), both float64 with batch size 1, give the same
     per-item records (log-probabilities to `tol`, the same answers) and the same metrics (1e-6)."""
     logs = inspect_eval(
-        [f"biasmonkey/{t}" for t in tasks], model=f"hf/{model}",
-        model_args={"device": "cpu", "batch_size": 1, "dtype": "float64", **RAW_PROMPT}, limit=limit,
-        task_args={"top_logprobs": top_logprobs}, log_dir=str(tmp_path / "inspect"), display="none",
+        [f"biasmonkey/{t}" for t in tasks],
+        model=f"hf/{model}",
+        model_args={"device": "cpu", "batch_size": 1, "dtype": "float64", **RAW_PROMPT},
+        limit=limit,
+        task_args={"top_logprobs": top_logprobs},
+        log_dir=str(tmp_path / "inspect"),
+        display="none",
     )
     assert [log.status for log in logs] == ["success"] * len(tasks)
     results, samples = run_lm_eval(
-        model, tmp_path / "lm_eval", ",".join(f"biasmonkey_{t}" for t in tasks), "--limit", str(limit),
-        batch_size=1, dtype="float64",
+        model,
+        tmp_path / "lm_eval",
+        ",".join(f"biasmonkey_{t}" for t in tasks),
+        "--limit",
+        str(limit),
+        batch_size=1,
+        dtype="float64",
     )
     prefix = AutoTokenizer.from_pretrained(model).bos_token  # BOS = the prefix token for both models here
     for log in logs:
@@ -290,21 +340,26 @@ def assert_parity(model: Path, tmp_path: Path, tasks: tuple[str, ...], limit: in
             assert rec.logprobs == pytest.approx(other.logprobs, abs=tol), rec.id
             assert rec.null_logprobs == pytest.approx(other.null_logprobs, abs=tol), rec.id
             assert (rec.yes > rec.no, rec.yes - rec.null_yes > rec.no - rec.null_no) == (
-                other.yes > other.no, other.yes - other.null_yes > other.no - other.null_no
+                other.yes > other.no,
+                other.yes - other.null_yes > other.no - other.null_no,
             ), rec.id
         assert all(s.scores["yesno_scorer"].metadata["null_prompt"] == prefix for s in log.samples)
         assert not [e for s in log.samples for e in s.events if e.event == "logger"]  # no warning with the raw prompt
         m = metrics(log)
         assert m["imputed_continuations"] == 0
         for name in REPORTED:
-            assert m[name] == pytest.approx(metric(results["results"][f"biasmonkey_{task}"], name), abs=1e-6, nan_ok=True), name
+            assert m[name] == pytest.approx(
+                metric(results["results"][f"biasmonkey_{task}"], name), abs=1e-6, nan_ok=True
+            ), name
 
 
 def test_tiny_model_gives_the_same_records_in_both_harnesses(yesno_tiny_model: Path, tmp_path: Path) -> None:
     # Inspect's hf provider takes the log-softmax of float32 logits: one float32 step near −7 is 4.8e-7
     # (measured differences up to 5.4e-7), hence 2e-6 on the log-probabilities.
     vocab = len(AutoTokenizer.from_pretrained(yesno_tiny_model))
-    assert_parity(yesno_tiny_model, tmp_path, ("yesno_comps", "yesno_ewok_fewshot"), limit=6, top_logprobs=vocab, tol=2e-6)
+    assert_parity(
+        yesno_tiny_model, tmp_path, ("yesno_comps", "yesno_ewok_fewshot"), limit=6, top_logprobs=vocab, tol=2e-6
+    )
 
 
 @pytest.mark.slow

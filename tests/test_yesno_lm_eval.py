@@ -19,21 +19,45 @@ from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from biasmonkey.harness_ext.cli import main as biasmonkey_main
 from biasmonkey.harness_ext.cli import tasks_dir
-from biasmonkey.harness_ext.lm_eval_yesno import records_from_samples_file
+from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.metrics.yesno import correctness, votes
+from biasmonkey.tasks.families import YESNO
 from biasmonkey.tasks.yesno.data import EWOK_DOMAINS
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
 from biasmonkey.tasks.yesno.scoring import summarize
 
-MAIN_TASKS = ["biasmonkey_yesno_comps", "biasmonkey_yesno_comps_fewshot", "biasmonkey_yesno_ewok", "biasmonkey_yesno_ewok_fewshot"]
+MAIN_TASKS = [
+    "biasmonkey_yesno_comps",
+    "biasmonkey_yesno_comps_fewshot",
+    "biasmonkey_yesno_ewok",
+    "biasmonkey_yesno_ewok_fewshot",
+]
 DOMAIN_TASKS = [f"biasmonkey_yesno_ewok_{d}" for d in EWOK_DOMAINS]
 DOMAIN_FEWSHOT_TASKS = [f"{t}_fewshot" for t in DOMAIN_TASKS]
 REPORTED = [
-    "bias", "accuracy", "bias_generic", "accuracy_generic", "bias_specific", "accuracy_specific",
-    "delta_pct_bias_generic", "delta_pct_accuracy_generic", "delta_pct_bias_specific", "delta_pct_accuracy_specific",
-    "p_yes_gold_yes", "p_yes_gold_no", "n",
+    "bias",
+    "accuracy",
+    "bias_generic",
+    "accuracy_generic",
+    "bias_specific",
+    "accuracy_specific",
+    "delta_pct_bias_generic",
+    "delta_pct_accuracy_generic",
+    "delta_pct_bias_specific",
+    "delta_pct_accuracy_specific",
+    "p_yes_gold_yes",
+    "p_yes_gold_no",
+    "n",
 ]
 LIMIT = 4
+
+
+def expected_metrics(records: list) -> list[str]:
+    """REPORTED, without mean P(yes) for a gold answer no document has (lm-eval leaves out a
+    metric no document produced: the first Arith items are all "No")."""
+    golds = {"p_yes_gold_yes": True, "p_yes_gold_no": False}
+    return [m for m in REPORTED if m not in golds or any(r.gold_yes == golds[m] for r in records)]
+
 
 pytestmark = pytest.mark.usefixtures("data_dir")
 
@@ -49,7 +73,7 @@ def assert_recomputes(task_results: dict, samples_file: Path, n: int) -> list:
     logged = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert len(records) == len(logged) == n
     summary = summarize(records).as_dict()
-    for name in REPORTED:
+    for name in expected_metrics(records):
         assert metric(task_results, name) == pytest.approx(summary[name], rel=1e-9, abs=1e-12, nan_ok=True), name
     for rec, sample in zip(records, logged):
         assert rec.id == sample["doc"]["id"]
@@ -71,17 +95,24 @@ def tag_group_chat_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactor
     """The `biasmonkey-yesno` tag, the few-shot domain group, with the chat template."""
     out = tmp_path_factory.mktemp("tag") / "out"
     return run_lm_eval(
-        tiny_model, out, "biasmonkey-yesno,biasmonkey-yesno-ewok-domains-fewshot", "--limit", "3", "--apply_chat_template"
+        tiny_model,
+        out,
+        "biasmonkey-yesno,biasmonkey-yesno-ewok-domains-fewshot",
+        "--limit",
+        "3",
+        "--apply_chat_template",
     )
 
 
 def test_glob_selects_every_yesno_task_with_every_metric(glob_run) -> None:
     results, samples = glob_run
-    tasks = MAIN_TASKS + DOMAIN_TASKS + DOMAIN_FEWSHOT_TASKS
+    tasks = YESNO.lm_eval_tasks()  # the paper's sets and the authors' Arith/bAbI, 3 prompt types, EWoK domains
+    assert set(MAIN_TASKS + DOMAIN_TASKS + DOMAIN_FEWSHOT_TASKS) < set(tasks) and len(tasks) == 45
     assert set(results["results"]) == set(tasks) == set(samples)
     for task in tasks:
         reported = {k.split(",")[0] for k in results["results"][task]} - {"alias", "name", "sample_len", "sample_count"}
-        assert set(REPORTED) <= reported, task
+        expected = expected_metrics(records_from_samples_file(samples[task]))
+        assert set(REPORTED) - {"p_yes_gold_yes", "p_yes_gold_no"} <= set(expected) <= reported, task
         assert metric(results["results"][task], "n") == LIMIT
         assert isinstance(results["results"][task]["bias_stderr,none"], float)  # lm-eval's mean gives a stderr
 
@@ -109,7 +140,10 @@ def test_requests_are_the_prompt_then_the_empty_context(glob_run) -> None:
 def test_empty_context_is_scored_after_the_prefix_token_alone(glob_run, tiny_model: Path) -> None:
     """lm-eval's empty context = the BOS token (EOS for this GPT-2) as the only context."""
     _, samples = glob_run
-    logged = [float(r[0]) for r in json.loads(samples["biasmonkey_yesno_comps"].read_text().splitlines()[0])["filtered_resps"][4:]]
+    logged = [
+        float(r[0])
+        for r in json.loads(samples["biasmonkey_yesno_comps"].read_text().splitlines()[0])["filtered_resps"][4:]
+    ]
     tok = AutoTokenizer.from_pretrained(tiny_model)
     model = AutoModelForCausalLM.from_pretrained(tiny_model, dtype=torch.float32)
     expected = []
@@ -133,7 +167,9 @@ def test_tag_group_and_chat_template(tag_group_chat_run) -> None:
     # Group values are item-weighted means of the domains; for bias that is the pooled bias.
     pooled = [r for task in DOMAIN_FEWSHOT_TASKS for r in records_from_samples_file(samples[task])]
     assert len(pooled) == 33
-    assert metric(results["results"][group], "bias") == pytest.approx(sum(votes([r.yes for r in pooled], [r.no for r in pooled])) / 33)
+    assert metric(results["results"][group], "bias") == pytest.approx(
+        sum(votes([r.yes for r in pooled], [r.no for r in pooled])) / 33
+    )
     spec = [metric(results["results"][t], "bias_specific") for t in DOMAIN_FEWSHOT_TASKS]
     assert metric(results["results"][group], "bias_specific") == pytest.approx(sum(spec) / len(spec))
 
@@ -146,9 +182,23 @@ def test_tag_group_and_chat_template(tag_group_chat_run) -> None:
 
 def test_num_fewshot_is_refused(tiny_model: Path, tmp_path: Path) -> None:
     cmd = [
-        sys.executable, "-m", "lm_eval", "--model", "hf", "--model_args", f"pretrained={tiny_model}",
-        "--include_path", str(REPO / "tasks"), "--tasks", "biasmonkey_yesno_comps", "--limit", "2",
-        "--num_fewshot", "2", "--output_path", str(tmp_path / "out"),
+        sys.executable,
+        "-m",
+        "lm_eval",
+        "--model",
+        "hf",
+        "--model_args",
+        f"pretrained={tiny_model}",
+        "--include_path",
+        str(REPO / "tasks"),
+        "--tasks",
+        "biasmonkey_yesno_comps",
+        "--limit",
+        "2",
+        "--num_fewshot",
+        "2",
+        "--output_path",
+        str(tmp_path / "out"),
     ]
     proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=600)
     assert proc.returncode != 0
@@ -159,22 +209,54 @@ def test_yesno_compare_cli(glob_run, tag_group_chat_run, capsys: pytest.CaptureF
     (_, samples_a), (_, samples_b) = glob_run, tag_group_chat_run
     dir_a, dir_b = samples_a["biasmonkey_yesno_comps"].parent, samples_b["biasmonkey_yesno_comps"].parent
 
-    assert biasmonkey_main(["yesno-compare", "--pair", str(dir_a), str(dir_b), "--json"]) == 0
+    # One unit per model pair and task.
+    assert biasmonkey_main(["yesno-compare", "--unit", "task", "--pair", str(dir_a), str(dir_b), "--json"]) == 0
     captured = capsys.readouterr()
     rows = {r["task"]: r for r in json.loads(captured.out)}
     assert set(rows) == set(MAIN_TASKS + DOMAIN_FEWSHOT_TASKS)  # the tasks in both folders
     left_out = captured.err.split("left out: ")[1].strip().split(", ")
-    assert left_out == sorted(DOMAIN_TASKS)  # zero-shot domains: only in the first folder
+    assert left_out == sorted(set(samples_a) - set(rows))  # e.g. the zero-shot domains: only in the first folder
     for task, row in rows.items():
         b_a = summarize(records_from_samples_file(samples_a[task])).bias
         b_b = summarize(records_from_samples_file(samples_b[task])).bias
-        assert row["n_pairs"] == 1 and math.isnan(row["cohen_d"])
-        assert row["mean_diff"] == pytest.approx(abs(b_b) - abs(b_a))
+        assert row["n"] == row["n_pairs"] == 1 and math.isnan(row["cohens_d"])
+        assert row["mean_difference"] == pytest.approx(abs(b_b) - abs(b_a))
 
     # Two pairs, the second reversed: the differences cancel.
-    assert biasmonkey_main(["yesno-compare", "--pair", str(dir_a), str(dir_b), "--pair", str(dir_b), str(dir_a), "--json"]) == 0
+    assert (
+        biasmonkey_main(
+            [
+                "yesno-compare",
+                "--unit",
+                "task",
+                "--pair",
+                str(dir_a),
+                str(dir_b),
+                "--pair",
+                str(dir_b),
+                str(dir_a),
+                "--json",
+            ]
+        )
+        == 0
+    )
     for row in json.loads(capsys.readouterr().out):
-        assert row["n_pairs"] == 2 and row["mean_diff"] == pytest.approx(0.0, abs=1e-12)
+        assert row["n"] == 2 and row["mean_difference"] == pytest.approx(0.0, abs=1e-12)
+
+    # The authors' units (the default): EWoK's domains, from the EWoK task's items; the per-domain
+    # tasks are not rows of their own.
+    assert biasmonkey_main(["yesno-compare", "--pair", str(dir_a), str(dir_b), "--json"]) == 0
+    rows = {r["task"]: r for r in json.loads(capsys.readouterr().out)}
+    assert set(rows) == set(MAIN_TASKS)
+    for task in ("biasmonkey_yesno_ewok", "biasmonkey_yesno_ewok_fewshot"):
+        diffs = []
+        for domain in sorted({r.domain for r in records_from_samples_file(samples_a[task])}):
+            b_a, b_b = (
+                summarize([r for r in records_from_samples_file(s[task]) if r.domain == domain]).bias
+                for s in (samples_a, samples_b)
+            )
+            diffs.append(abs(b_b) - abs(b_a))
+        assert rows[task]["n"] == len(diffs) and rows[task]["mean_difference"] == pytest.approx(sum(diffs) / len(diffs))
 
     assert biasmonkey_main(["yesno-compare", "--pair", str(dir_a), str(dir_b)]) == 0
     table = capsys.readouterr().out

@@ -2,23 +2,32 @@
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import random
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from biasmonkey.metrics.yesno import (
+    McqFolds,
     accuracy,
     answer_logprob,
+    balanced_mcq_folds,
     bias,
-    compare_pairs,
     generic_correction,
+    instruction_tuning_effect,
+    letter_recalls,
+    mcq_answers,
+    mcq_specific_correction,
     p_yes,
+    recall_std,
     relative_change,
     specific_correction,
     stratified_folds,
+    summarize_mcq,
     summarize_yesno,
     votes,
 )
@@ -175,30 +184,176 @@ def test_summary_rejects_bad_input() -> None:
         summarize_yesno([0.0, 1.0], [0.0, 0.0], [True])
 
 
-# ------------------------------------------------------------------------------ model pairs
+# ------------------------------------------------------------------------------ instruction tuning
+
+FIXTURES = Path(__file__).parent / "fixtures" / "yesno"
 
 
-def test_compare_pairs_hand_computed() -> None:
+def _fixture_rows(name: str) -> list[dict[str, str]]:
+    with open(FIXTURES / name, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def test_instruction_tuning_effect_hand_computed() -> None:
     base = [0.5, -0.4, 0.2]
     instruct = [0.1, 0.3, -0.2]
-    c = compare_pairs(base, instruct)
+    e = instruction_tuning_effect(base, instruct)
     # |base| = [.5, .4, .2] (mean .36667), |instruct| = [.1, .3, .2] (mean .2)
-    # differences |i| − |b| = [−.4, −.1, 0], mean −.16667
-    assert c.n_pairs == 3
-    assert c.mean_abs_bias_base == pytest.approx(0.366667, abs=1e-6)
-    assert c.mean_abs_bias_instruct == pytest.approx(0.2)
-    assert c.mean_diff == pytest.approx(-1 / 6)
-    # var|b| = (.13333² + .03333² + .16667²) / 2 = .023333; var|i| = (.1² + .1² + 0) / 2 = .01
-    # pooled SD = sqrt((.023333 + .01) / 2) = .129099; d = .166667 / .129099 = 1.29099
-    assert c.cohen_d == pytest.approx(1.290994, abs=1e-6)
-    # paired: SD of the differences sqrt(.086667 / 2) = .208167, SE .120185, t = −1.38675
-    assert c.paired.n == 3 and c.paired.t == pytest.approx(-1.38675, abs=1e-5)
-    assert json.loads(json.dumps(c.as_dict()))["paired"]["n"] == 3
+    # differences |i| − |b| = [−.4, −.1, 0]: mean −1/6
+    assert e.n == 3 and e.df == 2
+    assert e.mean_abs_base == pytest.approx(0.366667, abs=1e-6) and e.mean_abs_instruct == pytest.approx(0.2)
+    assert e.mean_difference == pytest.approx(-1 / 6)
+    # deviations from the mean: −.23333, .06667, .16667 → SS .086667, SD sqrt(.086667 / 2) = .208167
+    assert e.sd_difference == pytest.approx(0.208167, abs=1e-6)
+    # d_z = −.166667 / .208167 = −.800641 (a pooled-SD d would give +1.29099 here)
+    assert e.cohens_d == pytest.approx(-0.800641, abs=1e-6)
+    # t = mean / (SD / √3) = −.166667 / .120185 = −1.38675; with df = 2, p = 1 − |t| / √(t² + 2)
+    # = 1 − 1.38675 / 1.98068 = .29986
+    assert e.t == pytest.approx(-1.38675, abs=1e-5)
+    assert e.p_value == pytest.approx(0.29986, abs=1e-5)
+    # percent reduction of the mean magnitude: 100 · (.36667 − .2) / .36667 = 45.45
+    assert e.percent_reduction == pytest.approx(100 * (1 / 6) / (0.55 / 1.5))
+    assert json.loads(json.dumps(e.as_dict()))["n"] == 3
 
 
-def test_compare_a_single_pair() -> None:
-    c = compare_pairs([0.4], [-0.1])
-    assert c.mean_diff == pytest.approx(-0.3) and math.isnan(c.cohen_d)
+def test_instruction_tuning_effect_degenerate_inputs() -> None:
+    one = instruction_tuning_effect([0.4], [-0.1])
+    assert one.n == 1 and one.mean_difference == pytest.approx(-0.3)
+    assert all(math.isnan(x) for x in (one.sd_difference, one.cohens_d, one.t, one.p_value))
+    same = instruction_tuning_effect([0.5, -0.25], [0.25, 0.0])  # both differences −0.25
+    assert same.mean_difference == -0.25 and same.sd_difference == 0.0
+    assert math.isnan(same.cohens_d) and math.isnan(same.p_value)  # undefined, not infinite
+    none = instruction_tuning_effect([], [])
+    assert none.n == 0 and math.isnan(none.mean_difference) and math.isnan(none.percent_reduction)
+    with pytest.raises(ValueError, match="finite"):
+        instruction_tuning_effect([0.1, math.nan], [0.2, 0.3])
+    with pytest.raises(ValueError):
+        instruction_tuning_effect([0.1, 0.2], [0.2])
+
+
+@pytest.mark.parametrize(("dataset", "n"), [("comps", 8), ("ewok", 88)])
+def test_instruction_tuning_effect_reproduces_the_authors_summary(dataset: str, n: int) -> None:
+    """Zero-shot rows of the authors' bias_analysis_detailed.csv give their summary row.
+
+    COMPS: one unit per model pair; EWoK: one unit per (model pair, domain). Their summary
+    reports d = −1.053 for COMPS, where a pooled-SD d gives +1.643."""
+    rows = [r for r in _fixture_rows("bias_analysis_zeroshot.csv") if r["dataset"] == dataset]
+    (want,) = [
+        r for r in _fixture_rows("bias_analysis_summary.csv") if (r["prompt"], r["dataset"]) == ("zeroshot", dataset)
+    ]
+    base = [float(r["base_bias"]) for r in rows]
+    inst = [float(r["inst_bias"]) for r in rows]
+    e = instruction_tuning_effect(base, inst)
+    assert e.n == n == int(want["n"])
+    for field in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction", "cohens_d"):
+        assert getattr(e, field) == pytest.approx(float(want[field]), rel=1e-12), field
+    assert e.p_value == pytest.approx(float(want["p_value"]), rel=1e-9)  # ttest_rel vs their ttest_1samp
+    if dataset == "comps":
+        assert e.cohens_d == pytest.approx(-1.053403456932908, rel=1e-12)
+
+
+# The authors' eight model pairs (plotting-tables-scripts/instructvbase_stats.py, upstream 48591bb).
+MODEL_PAIRS = {
+    "falcon": [("Falcon3-3B-Base", "Falcon3-3B-Instruct"), ("Falcon3-10B-Base", "Falcon3-10B-Instruct")],
+    "mpt": [("mpt-7b", "mpt-7b-chat"), ("mpt-30b", "mpt-30b-chat")],
+    "qwen": [("Qwen1.5-7B", "Qwen1.5-7B-Chat"), ("Qwen1.5-32B", "Qwen1.5-32B-Chat")],
+    "llama": [("Llama-2-7b-hf", "Llama-2-7b-chat-hf"), ("Llama-2-13b-hf", "Llama-2-13b-chat-hf")],
+}
+
+
+def test_all_of_the_authors_summary_from_their_per_model_results(data_dir: Path) -> None:
+    """All 15 rows of bias_analysis_summary.csv from reference/summary_jsons: one unit per
+    (model pair, domain) of each file, plain_bias (MMLU: plain_rstd)."""
+    ref = data_dir / "yesno" / "reference" / "summary_jsons"
+    for want in _fixture_rows("bias_analysis_summary.csv"):
+        prompt, dataset = want["prompt"], want["dataset"]
+        field = "plain_rstd" if dataset == "mmlu" else "plain_bias"
+        base, inst = [], []
+        for family, pairs in MODEL_PAIRS.items():
+            results = json.loads((ref / f"{prompt}_{family}_{dataset}.json").read_text())
+            for models in results.values():  # one entry per domain
+                for b, i in pairs:
+                    base.append(models[b][field])
+                    inst.append(models[i][field])
+        e = instruction_tuning_effect(base, inst)
+        assert e.n == int(want["n"]), (prompt, dataset)
+        for name in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction", "cohens_d"):
+            assert getattr(e, name) == pytest.approx(float(want[name]), rel=1e-9), (prompt, dataset, name)
+        assert e.p_value == pytest.approx(float(want["p_value"]), rel=1e-7), (prompt, dataset)
+
+
+# ------------------------------------------------------------------------------ MMLU answer position
+
+
+def test_mcq_answers_and_recalls_hand_computed() -> None:
+    lp = [
+        [-1.0, -2.0, -3.0, -4.0],  # A
+        [-2.0, -1.0, -1.0, -5.0],  # B and C tie: half each
+        [-3.0, -3.0, -3.0, -3.0],  # four-way tie: a quarter each
+        [-4.0, -3.0, -2.0, -1.0],  # D
+    ]
+    a = mcq_answers(lp)
+    assert a.tolist() == [[1, 0, 0, 0], [0, 0.5, 0.5, 0], [0.25] * 4, [0, 0, 0, 1]]
+    gold = ["A", "C", "C", "B"]
+    # recall A: item 0 → 1; B: item 3 → 0; C: items 1, 2 → (0.5 + 0.25) / 2; D: no item → NaN
+    r = letter_recalls(a, gold)
+    assert r[:3].tolist() == [1.0, 0.0, 0.375] and math.isnan(r[3])
+    # RStd: population SD of [1, 0, .5, .5] = sqrt((.25 + .25 + 0 + 0) / 4) = .353553
+    assert recall_std([1.0, 0.0, 0.5, 0.5]) == pytest.approx(0.353553, abs=1e-6)
+    with pytest.raises(ValueError, match="not among the letters"):
+        letter_recalls(a, ["A", "C", "C", "E"])
+
+
+def test_mcq_specific_correction_hand_computed() -> None:
+    # k = 3 with two letters: balanced folds 0 and 1 calibrate each other, the extra fold 2 is
+    # calibrated on both balanced folds.
+    lp = np.array([[-1.0, -3.0], [-2.0, -1.0], [-1.5, -2.5], [-3.0, -0.5], [-1.0, -1.0]])
+    folds = McqFolds(fold=np.array([0, 0, 1, 1, 2]), order=np.arange(5), per_letter=2, k=3)
+    out = mcq_specific_correction(lp, folds)
+    # fold 0 minus the fold-1 means (−2.25, −1.5); fold 1 minus the fold-0 means (−1.5, −2.0);
+    # item 4 minus the means of items 0–3 (−1.875, −1.75)
+    np.testing.assert_allclose(out, [[1.25, -1.5], [0.25, 0.5], [0.0, -0.5], [-1.5, 1.5], [0.875, 0.75]])
+
+
+def test_balanced_mcq_folds_structure() -> None:
+    gold = list("AAAAABBBBCCCCCCDDDD")  # A 5, B 4, C 6, D 4
+    f = balanced_mcq_folds(gold, k=5, seed=42)
+    # fewest items of a letter: 4 → 4 per letter drawn (a multiple of k − 1 = 4), one per fold
+    assert f.per_letter == 4 and f.k == 5
+    for fold in range(4):
+        assert sorted(gold[i] for i in np.flatnonzero(f.fold == fold)) == ["A", "B", "C", "D"]
+    extra = np.flatnonzero(f.fold == 4)
+    assert sorted(gold[i] for i in extra) == ["A", "C", "C"]
+    # order: the drawn A items, B items, C items, D items (4 each, fold 0..3 in turn), then the rest ascending
+    assert sorted(f.order.tolist()) == list(range(19)) and f.order[16:].tolist() == extra.tolist()
+    assert [gold[i] for i in f.order[:16]] == list("AAAABBBBCCCCDDDD")
+    assert f.fold[f.order[:16]].tolist() == [0, 1, 2, 3] * 4
+    # deterministic for a seed; the draw changes with it
+    assert balanced_mcq_folds(gold, 5, 42).order.tolist() == f.order.tolist()
+    assert balanced_mcq_folds(gold, 5, 7).order.tolist() != f.order.tolist()
+    with pytest.raises(ValueError, match="at least 4 items"):
+        balanced_mcq_folds(list("AAAABBBCCCCDDDD"))
+    with pytest.raises(ValueError, match="k ≥ 3"):
+        balanced_mcq_folds(gold, k=2)
+
+
+def test_summarize_mcq_removes_a_letter_preference() -> None:
+    """40 items, 10 per gold letter; margin 1 for the gold letter, +3 for A on every item, noise
+    < 0.1. Base: always A. Each calibration set holds every gold letter equally often, so the
+    subtracted means are 3·[A] + 1/4 + mean noise, and the corrected answer is the gold one."""
+    rng = np.random.default_rng(3)
+    gold = [x for x in "ABCD" for _ in range(10)]
+    lp = np.full((40, 4), -5.0) + rng.uniform(-0.05, 0.05, (40, 4))
+    lp[np.arange(40), ["ABCD".index(g) for g in gold]] += 1.0
+    lp[:, 0] += 3.0
+    s = summarize_mcq(lp, gold)
+    assert s.n == 40 and s.n_ties == 0
+    assert s.accuracy == 0.25 and s.recalls == (1.0, 0.0, 0.0, 0.0)
+    assert s.rstd == pytest.approx(math.sqrt(0.1875))  # SD of [1, 0, 0, 0]
+    assert s.accuracy_specific == 1.0 and s.recalls_specific == (1.0,) * 4 and s.rstd_specific == 0.0
+    assert s.delta_pct_rstd_specific == pytest.approx(-100.0) and s.delta_pct_accuracy_specific == pytest.approx(300.0)
+    with pytest.raises(ValueError, match="items × 4"):
+        summarize_mcq(lp[:, :3], gold)
 
 
 # ------------------------------------------------------------------------------ records

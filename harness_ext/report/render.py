@@ -19,8 +19,10 @@ STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
     "table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1.5em}"
     "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
-    "td:first-child,th:first-child{text-align:left}img{max-width:100%}.caption{font-style:italic;color:#555}"
+    "td:first-child,th:first-child{text-align:left}td.text,th.text{text-align:left}img{max-width:100%}"
+    ".caption{font-style:italic;color:#555}li{margin:0.3em 0}"
 )
+BULLET = "- "  # a paragraph starting so is a list item; consecutive items form one list
 
 
 @dataclass
@@ -62,17 +64,25 @@ def markdown_table(table: Table) -> str:
     return "\n".join(lines)
 
 
+def _is_item(block: object) -> bool:
+    return isinstance(block, str) and block.startswith(BULLET)
+
+
 def to_markdown(title: str, sections: list[Section], out_dir: Path) -> str:
     parts = [f"# {title}"]
     for s in sections:
         parts.append(f"## {s.title}")
+        previous = None
         for block in s.blocks:
             if isinstance(block, Table):
                 parts += [f"*{block.caption}*", markdown_table(block)]
             elif isinstance(block, Figure):
                 parts.append(f"![{block.caption}]({block.path.relative_to(out_dir).as_posix()})\n\n*{block.caption}*")
+            elif _is_item(block) and _is_item(previous):
+                parts[-1] += "\n" + block  # one tight list
             else:
                 parts.append(block)
+            previous = block
     return "\n\n".join(parts) + "\n"
 
 
@@ -83,10 +93,14 @@ def _inline(text: str) -> str:
 
 
 def html_table(table: Table) -> str:
-    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in table.frame.columns)
+    """A table; text columns (every value a string or missing) are left-aligned, numbers right-aligned."""
+    frame = table.frame
+    text = [all(isinstance(v, str) or v is None or v is pd.NA or v != v for v in frame[c]) for c in frame.columns]
+    left = [" class='text'" if t else "" for t in text]
+    head = "".join(f"<th{a}>{html.escape(str(c))}</th>" for c, a in zip(frame.columns, left))
     rows = []
-    for i, (_, row) in enumerate(table.frame.iterrows()):
-        cells = "".join(f"<td>{html.escape(cell(v))}</td>" for v in row)
+    for i, (_, row) in enumerate(frame.iterrows()):
+        cells = "".join(f"<td{a}>{html.escape(cell(v))}</td>" for v, a in zip(row, left))
         bold = table.bold is not None and bool(table.bold.iloc[i])
         rows.append(f"<tr style='font-weight:bold'>{cells}</tr>" if bold else f"<tr>{cells}</tr>")
     return f"<p class='caption'>{_inline(table.caption)}</p><table><tr>{head}</tr>{''.join(rows)}</table>"
@@ -104,8 +118,16 @@ def to_html(title: str, sections: list[Section]) -> str:
             if isinstance(block, Table):
                 body.append(html_table(block))
             elif isinstance(block, Figure):
-                body.append(f"<figure><img src='{data_uri(block.path)}' alt='{html.escape(block.caption)}'>"
-                            f"<figcaption class='caption'>{_inline(block.caption)}</figcaption></figure>")
+                body.append(
+                    f"<figure><img src='{data_uri(block.path)}' alt='{html.escape(block.caption)}'>"
+                    f"<figcaption class='caption'>{_inline(block.caption)}</figcaption></figure>"
+                )
+            elif _is_item(block):
+                item = f"<li>{_inline(block.removeprefix(BULLET))}</li>"
+                if body[-1].endswith("</ul>"):
+                    body[-1] = body[-1].removesuffix("</ul>") + item + "</ul>"
+                else:
+                    body.append(f"<ul>{item}</ul>")
             else:
                 body.append(f"<p>{_inline(block)}</p>")
     return f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n"

@@ -13,14 +13,31 @@ import numpy as np
 import pandas as pd
 
 from biasmonkey.harness_ext.report.inputs import ModelResults
-from biasmonkey.harness_ext.report.topics import TOPICS, NO_TOPIC
-from biasmonkey.harness_ext.summary import bias_summaries, rows_in_suite_order
+from biasmonkey.harness_ext.report.topics import NO_TOPIC, TOPICS
 from biasmonkey.metrics import (
-    BIASES, SETTINGS, benjamini_hochberg, draw_variation, holm, human_likeness, pearson, summarize_deltas,
+    BIASES,
+    SETTINGS,
+    SIGNIFICANCE,
+    benjamini_hochberg,
+    draw_variation,
+    holm,
+    human_likeness,
+    summarize_deltas,
 )
+from biasmonkey.tasks.response_bias.summary import (
+    DELTA_COLUMNS,
+    bias_summaries,
+    delta_columns,
+    rows_in_suite_order,
+)
+from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT_UNCERTAINTY
+from biasmonkey.tasks.response_bias.uncertainty import correlated_side, uncertainty_correlation
 
 NOT_CODED = "not coded"
 CORRECTIONS = ("base", "generic", "specific")
+# The `protocol` column: how a model's answers were obtained. The paper's models (baselines,
+# `biasmonkey.tasks.response_bias.published_samples`) were sampled 50 times per prompt.
+EXACT, SAMPLED, PAPER_PROTOCOL = "exact", "sampled", "paper: 50 samples"
 # Which column holds each table's raw p-value (the tests of the report's family).
 TESTED = {"response_bias": "p", "topics": "p", "uncertainty": "r_p", "cognitive": "p"}
 
@@ -32,14 +49,52 @@ def _frame(rows: list[dict], columns: Sequence[str]) -> pd.DataFrame:
 # ---------------------------------------------------------------------------- response biases
 
 
+def protocol_of(m: ModelResults) -> str:
+    """ "sampled" when any response-bias record holds sampled answers, else "exact" (log-probabilities)."""
+    sampled = any(r.n_answers for records in m.tasks("response_bias").values() for r in records)
+    return SAMPLED if sampled else EXACT
+
+
 def response_bias_table(models: Sequence[ModelResults]) -> pd.DataFrame:
     """Δ per model × bias × setting: n, mean, stderr, 95% CI, t, p, significance, mean uncertainty."""
     rows = []
     for m in models:
+        protocol = protocol_of(m)
         for row in rows_in_suite_order(m.tasks("response_bias").values()):
             row.pop("r_absdelta_uncertainty_q", None)  # in the uncertainty table, with its p
-            rows.append({"model": m.name, **row})
-    return _frame(rows, ["model", "bias", "setting", "n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant"])
+            rows.append({"model": m.name, "protocol": protocol, **row})
+    return _frame(
+        rows,
+        ["model", "protocol", "bias", "setting", *DELTA_COLUMNS],
+    )
+
+
+def paper_label(model: str) -> str:
+    """How a published model of Tjuatja et al. is named in the report."""
+    return f"{model} (paper, sampled)"
+
+
+def published_table(published: Mapping[str, Mapping[tuple[str, str], Mapping[str, float]]]) -> pd.DataFrame:
+    """Δ per published model × bias × setting from its released samples ({model: {(bias, setting):
+    {key: Δ}}}, `published_samples.published_deltas`): the rows `biasmonkey score-samples` prints,
+    with the stderr, CI and t of the same t-test; no uncertainty (the samples give none)."""
+    rows = []
+    for model, cells in published.items():
+        for bias in BIASES:
+            for setting in SETTINGS:
+                if (deltas := cells.get((bias, setting))) is None:
+                    continue
+                s = summarize_deltas(deltas.values())
+                rows.append(
+                    {
+                        "model": paper_label(model),
+                        "protocol": PAPER_PROTOCOL,
+                        "bias": bias,
+                        "setting": setting,
+                        **delta_columns(s),
+                    }
+                )
+    return _frame(rows, list(response_bias_table([]).columns))
 
 
 def human_likeness_table(response_bias: pd.DataFrame) -> pd.DataFrame:
@@ -48,8 +103,20 @@ def human_likeness_table(response_bias: pd.DataFrame) -> pd.DataFrame:
     for model, group in response_bias.groupby("model", sort=False):
         scores = human_likeness(bias_summaries(group.to_dict("records")))
         if scores:
-            rows.append({"model": model, **{b: scores.get(b, np.nan) for b in BIASES}, "score": sum(scores.values()), "n_biases": len(scores)})
-    return _frame(rows, ["model", *BIASES, "score", "n_biases"]).astype({b: "Int64" for b in BIASES})  # NA: bias not run
+            protocol = {"protocol": group["protocol"].iloc[0]} if "protocol" in group.columns else {}
+            rows.append(
+                {
+                    "model": model,
+                    **protocol,
+                    **{b: scores.get(b, np.nan) for b in BIASES},
+                    "score": sum(scores.values()),
+                    "n_biases": len(scores),
+                }
+            )
+    protocol = ["protocol"] if "protocol" in response_bias.columns else []
+    return _frame(rows, ["model", *protocol, *BIASES, "score", "n_biases"]).astype(
+        {b: "Int64" for b in BIASES}
+    )  # NA: bias not run
 
 
 def grid(response_bias: pd.DataFrame, model: str, column: str = "delta") -> pd.DataFrame:
@@ -73,8 +140,18 @@ def topic_table(models: Sequence[ModelResults], topics: Mapping[str, tuple[str, 
                 deltas = [r.delta for r in scored if topic in topics.get(r.key, ())]
                 if deltas:
                     s = summarize_deltas(deltas)
-                    rows.append({"model": m.name, "bias": scored[0].bias, "topic": topic, "n_pairs": s.n, "delta": s.mean,
-                                 "delta_stderr": s.stderr, "t": s.t, "p": s.p})
+                    rows.append(
+                        {
+                            "model": m.name,
+                            "bias": scored[0].bias,
+                            "topic": topic,
+                            "n_pairs": s.n,
+                            "delta": s.mean,
+                            "delta_stderr": s.stderr,
+                            "t": s.t,
+                            "p": s.p,
+                        }
+                    )
             if n_missing := sum(r.key not in topics for r in scored):
                 rows.append({"model": m.name, "bias": scored[0].bias, "topic": NOT_CODED, "n_pairs": n_missing})
     order = {name: i for i, name in enumerate((*BIASES, *TOPICS, NO_TOPIC, NOT_CODED))}
@@ -82,24 +159,37 @@ def topic_table(models: Sequence[ModelResults], topics: Mapping[str, tuple[str, 
     return _frame(rows, ["model", "bias", "topic", "n_pairs", "delta", "delta_stderr", "t", "p"])
 
 
-def uncertainty_table(models: Sequence[ModelResults]) -> pd.DataFrame:
-    """Per model × bias × setting: mean normalised entropy of q and q' and Pearson r(|Δ|, entropy of q) with p."""
+def uncertainty_table(models: Sequence[ModelResults], uncertainty_side: str = DEFAULT_UNCERTAINTY) -> pd.DataFrame:
+    """Per model × bias × setting: mean normalised entropy of q and q', and Pearson r of |Δ| with the
+    entropy of one side (`r_side`, "q" or "qp") with its p. `uncertainty_side` picks it: "paper"
+    (default) the authors' per-bias choice (`biasmonkey.tasks.response_bias.uncertainty`), "q" or
+    "qp" that side on every row."""
     rows = []
     for m in models:
         for task_records in m.tasks("response_bias").values():
-            scored = [r for r in task_records if r.delta is not None and r.uncertainty_q is not None]
+            bias, setting = task_records[0].bias, task_records[0].setting
+            side = correlated_side(bias, setting, uncertainty_side)
             qs = [r.uncertainty_q for r in task_records if r.uncertainty_q is not None]
             qps = [r.uncertainty_qp for r in task_records if r.uncertainty_qp is not None]
-            c = pearson([abs(r.delta) for r in scored], [r.uncertainty_q for r in scored])
-            rows.append({
-                "model": m.name, "bias": task_records[0].bias, "setting": task_records[0].setting,
-                "uncertainty_q": float(np.mean(qs)) if qs else np.nan,
-                "uncertainty_qp": float(np.mean(qps)) if qps else np.nan,
-                "n_pairs": c.n, "r": c.r, "r_p": c.p,
-            })
+            c = uncertainty_correlation(task_records, side)
+            rows.append(
+                {
+                    "model": m.name,
+                    "bias": bias,
+                    "setting": setting,
+                    "uncertainty_q": float(np.mean(qs)) if qs else np.nan,
+                    "uncertainty_qp": float(np.mean(qps)) if qps else np.nan,
+                    "r_side": side,
+                    "n_pairs": c.n,
+                    "r": c.r,
+                    "r_p": c.p,
+                }
+            )
     order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BIASES for s in SETTINGS)}
     rows.sort(key=lambda r: (r["model"], order[(r["bias"], r["setting"])]))
-    return _frame(rows, ["model", "bias", "setting", "uncertainty_q", "uncertainty_qp", "n_pairs", "r", "r_p"])
+    return _frame(
+        rows, ["model", "bias", "setting", "uncertainty_q", "uncertainty_qp", "r_side", "n_pairs", "r", "r_p"]
+    )
 
 
 def draws_table(models: Sequence[ModelResults]) -> pd.DataFrame:
@@ -111,11 +201,39 @@ def draws_table(models: Sequence[ModelResults]) -> pd.DataFrame:
         for task_records in m.tasks("response_bias").values():
             for v in draw_variation(task_records):
                 for seed, d in v.draws.items():
-                    rows.append({"model": m.name, "bias": v.bias, "setting": v.setting, "draw": seed, "n_pairs": d.n,
-                                 "delta": d.mean, "delta_stderr": d.stderr, "p": d.p, "delta_range": v.delta_range,
-                                 "delta_sd": v.delta_sd, "n_significant": v.n_significant, "line": v.report_line()})
-    return _frame(rows, ["model", "bias", "setting", "draw", "n_pairs", "delta", "delta_stderr", "p", "delta_range", "delta_sd",
-                         "n_significant", "line"])
+                    rows.append(
+                        {
+                            "model": m.name,
+                            "bias": v.bias,
+                            "setting": v.setting,
+                            "draw": seed,
+                            "n_pairs": d.n,
+                            "delta": d.mean,
+                            "delta_stderr": d.stderr,
+                            "p": d.p,
+                            "delta_range": v.delta_range,
+                            "delta_sd": v.delta_sd,
+                            "n_significant": v.n_significant,
+                            "line": v.report_line(),
+                        }
+                    )
+    return _frame(
+        rows,
+        [
+            "model",
+            "bias",
+            "setting",
+            "draw",
+            "n_pairs",
+            "delta",
+            "delta_stderr",
+            "p",
+            "delta_range",
+            "delta_sd",
+            "n_significant",
+            "line",
+        ],
+    )
 
 
 # ---------------------------------------------------------------------------- yes-no and cognitive
@@ -131,8 +249,16 @@ def yesno_table(models: Sequence[ModelResults]) -> pd.DataFrame:
             s = summarize(records)
             for correction in CORRECTIONS:
                 suffix = "" if correction == "base" else f"_{correction}"
-                rows.append({"model": m.name, "task": task.removeprefix("biasmonkey_"), "correction": correction, "n": s.n,
-                             "bias": getattr(s, f"bias{suffix}"), "accuracy": getattr(s, f"accuracy{suffix}")})
+                rows.append(
+                    {
+                        "model": m.name,
+                        "task": task.removeprefix("biasmonkey_"),
+                        "correction": correction,
+                        "n": s.n,
+                        "bias": getattr(s, f"bias{suffix}"),
+                        "accuracy": getattr(s, f"accuracy{suffix}"),
+                    }
+                )
     return _frame(rows, ["model", "task", "correction", "n", "bias", "accuracy"])
 
 
@@ -144,12 +270,35 @@ def cognitive_table(models: Sequence[ModelResults]) -> pd.DataFrame:
     for m in models:
         for task, records in m.tasks("cognitive").items():
             s = summarize_records(records)
-            rows.append({
-                "model": m.name, "bias": task.removeprefix("biasmonkey_cognitive_"), "n_tests": s.n_tests, "failures": s.failures,
-                "score": s.score.mean, "score_stderr": s.score.stderr, "t": s.score.t, "p": s.score.p,
-                "expected_score": s.expected_score, "random_baseline": s.random_baseline,
-            })
-    return _frame(rows, ["model", "bias", "n_tests", "failures", "score", "score_stderr", "t", "p", "expected_score", "random_baseline"])
+            rows.append(
+                {
+                    "model": m.name,
+                    "bias": task.removeprefix("biasmonkey_cognitive_"),
+                    "n_tests": s.n_tests,
+                    "failures": s.failures,
+                    "score": s.score.mean,
+                    "score_stderr": s.score.stderr,
+                    "t": s.score.t,
+                    "p": s.score.p,
+                    "expected_score": s.expected_score,
+                    "random_baseline": s.random_baseline,
+                }
+            )
+    return _frame(
+        rows,
+        [
+            "model",
+            "bias",
+            "n_tests",
+            "failures",
+            "score",
+            "score_stderr",
+            "t",
+            "p",
+            "expected_score",
+            "random_baseline",
+        ],
+    )
 
 
 # ---------------------------------------------------------------------------- multiple comparisons
@@ -185,15 +334,162 @@ def adjust_all(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
     return tests
 
 
-def build_tables(models: Sequence[ModelResults], topics: Mapping[str, tuple[str, ...]] | None) -> dict[str, pd.DataFrame]:
-    """Every table of the report for the suites present (topics: None → no topic table)."""
+# ---------------------------------------------------------------------------- summary and warnings
+
+
+def _task(name: str) -> str:
+    return name.removeprefix("biasmonkey_")
+
+
+def warnings_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """What a reader must know before quoting a number, per model and task, only where it occurs:
+    invalid sampled answers and pairs left without Δ, imputed log-probabilities (options or yes/no
+    continuations missing from a served model's top-k, given the documented floor) and failed
+    cognitive tests."""
+    rows = []
+
+    def add(m: ModelResults, suite: str, task: str, warning: str, detail: str) -> None:
+        rows.append({"model": m.name, "suite": suite, "task": _task(task), "warning": warning, "detail": detail})
+
+    for m in models:
+        for task, records in m.tasks("response_bias").items():
+            answers, invalid = sum(r.n_answers for r in records), sum(r.n_invalid for r in records)
+            if invalid:
+                add(
+                    m,
+                    "response_bias",
+                    task,
+                    "invalid answers",
+                    f"{invalid / answers:.1%} of {answers:g} sampled answers",
+                )
+            if no_delta := sum(r.delta is None for r in records):
+                add(m, "response_bias", task, "pairs without Δ", f"{no_delta} of {len(records)} pairs (not tested)")
+            if imputed := sum(r.n_imputed for r in records):
+                pairs = sum(r.n_imputed > 0 for r in records)
+                add(
+                    m,
+                    "response_bias",
+                    task,
+                    "imputed log-probabilities",
+                    f"{imputed:g} option log-probabilities imputed (not in the top-k) in {pairs} of {len(records)} pairs",
+                )
+        for task, records in m.tasks("yesno").items():
+            # as the task's `imputed_continuations` metric: per item, plus the one no-context measurement
+            imputed = sum(r.n_imputed for r in records) + max((r.n_imputed_null for r in records), default=0)
+            if imputed:
+                add(
+                    m,
+                    "yesno",
+                    task,
+                    "imputed log-probabilities",
+                    f"{imputed:g} yes/no continuations imputed (not in the top-k) over {len(records)} items",
+                )
+    cog = tables.get("cognitive")
+    if cog is not None:
+        by_name = {m.name: m for m in models}
+        for _, row in cog[cog["failures"] > 0].iterrows():
+            add(
+                by_name[row["model"]],
+                "cognitive",
+                row["bias"],
+                "failed tests",
+                f"{row['failures']:g} of {row['n_tests']:g} tests failed (no score)",
+            )
+    return _frame(rows, ["model", "suite", "task", "warning", "detail"])
+
+
+def effect_label(bias: str, setting: str, delta: float) -> str:
+    """E.g. "allow forbid Δb -88.6" or "response order letter swap Δp -7.0"."""
+    what = "Δb" if setting == "bias" else f"{setting.replace('_', ' ')} Δp"
+    return f"{bias.replace('_', ' ')} {what} {delta:+.1f}"
+
+
+def largest_effects(rows: pd.DataFrame, k: int = 3) -> list[str]:
+    """The k largest |Δ| among response-bias rows significant after Holm (p_holm < 0.05)."""
+    significant = rows[rows["p_holm"].astype(float) < SIGNIFICANCE]
+    top = significant.loc[significant["delta"].abs().sort_values(ascending=False, kind="stable").index[:k]]
+    return [effect_label(r["bias"], r["setting"], r["delta"]) for _, r in top.iterrows()]
+
+
+SUMMARY_COLUMNS = (
+    "model",
+    "protocol",
+    "human_likeness",
+    "n_biases",
+    "perturbations",
+    "perturbations_significant_holm",
+    "perturbations_significant_raw",
+    "largest_effects",
+    "cognitive_biases",
+    "cognitive_significant_holm",
+    "yesno_tasks",
+    "yesno_bias_base",
+    "yesno_bias_specific",
+    "warnings",
+)
+
+
+def summary_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """One row per model (the user's, not the paper baselines): human-likeness score, perturbations
+    (non-bias settings) whose Δp is significant after Holm over the report's family (and at raw p),
+    the largest Holm-significant effects, cognitive biases significant after Holm, mean yes-no
+    bias before and after the Specific correction, and the number of warnings."""
+    rb, hl = tables.get("response_bias"), tables.get("human_likeness")
+    cog, yesno, warns = tables.get("cognitive"), tables.get("yesno"), tables.get("warnings")
+    rows = []
+    for m in models:
+        row: dict = {"model": m.name}
+        if m.tasks("response_bias") and rb is not None and hl is not None:
+            mine = rb[rb["model"] == m.name]
+            score = hl[hl["model"] == m.name]
+            perturbations = mine[(mine["setting"] != "bias") & mine["p"].notna()]
+            row |= {
+                "protocol": protocol_of(m),
+                "human_likeness": score["score"].iloc[0] if len(score) else np.nan,
+                "n_biases": score["n_biases"].iloc[0] if len(score) else 0,
+                "perturbations": len(perturbations),
+                "perturbations_significant_holm": int((perturbations["p_holm"] < SIGNIFICANCE).sum()),
+                "perturbations_significant_raw": int((perturbations["p"] < SIGNIFICANCE).sum()),
+                "largest_effects": "; ".join(largest_effects(mine)),
+            }
+        if m.tasks("cognitive") and cog is not None:
+            mine = cog[(cog["model"] == m.name) & cog["p"].notna()]
+            row |= {
+                "cognitive_biases": len(mine),
+                "cognitive_significant_holm": int((mine["p_holm"] < SIGNIFICANCE).sum()),
+            }
+        if m.tasks("yesno") and yesno is not None:
+            mine = yesno[yesno["model"] == m.name]
+            row |= {
+                "yesno_tasks": mine["task"].nunique(),
+                "yesno_bias_base": float(mine.loc[mine["correction"] == "base", "bias"].mean()),
+                "yesno_bias_specific": float(mine.loc[mine["correction"] == "specific", "bias"].mean()),
+            }
+        row["warnings"] = 0 if warns is None else int((warns["model"] == m.name).sum())
+        rows.append(row)
+    present = {k for r in rows for k in r}
+    return _frame(rows, [c for c in SUMMARY_COLUMNS if c in present])
+
+
+def build_tables(
+    models: Sequence[ModelResults],
+    topics: Mapping[str, tuple[str, ...]] | None,
+    published: Mapping[str, Mapping[tuple[str, str], Mapping[str, float]]] | None = None,
+    uncertainty_side: str = DEFAULT_UNCERTAINTY,
+) -> dict[str, pd.DataFrame]:
+    """Every table of the report for the suites present (topics: None → no topic table).
+
+    `published` ({model: {(bias, setting): {key: Δ}}}, from `published_samples.published_deltas`)
+    adds the paper's models to the response-bias and human-likeness tables (protocol "paper: 50
+    samples") after the multiple-comparison adjustment: they are reference values, not tests of
+    the user's models, so they are not in the family and their p_holm / p_bh stay empty."""
     tables: dict[str, pd.DataFrame] = {}
     if any(m.tasks("response_bias") for m in models):
         tables["response_bias"] = response_bias_table(models)
         tables["human_likeness"] = human_likeness_table(tables["response_bias"])
         if topics is not None:
             tables["topics"] = topic_table(models, topics)
-        tables["uncertainty"] = uncertainty_table(models)
+        tables["uncertainty"] = uncertainty_table(models, uncertainty_side)
         if len(draws := draws_table(models)):
             tables["perturbation_draws"] = draws
     if any(m.tasks("yesno") for m in models):
@@ -201,4 +497,10 @@ def build_tables(models: Sequence[ModelResults], topics: Mapping[str, tuple[str,
     if any(m.tasks("cognitive") for m in models):
         tables["cognitive"] = cognitive_table(models)
     tables["all_tests"] = adjust_all(tables)
+    if published and "response_bias" in tables and len(paper := published_table(published)):
+        tables["response_bias"] = pd.concat([tables["response_bias"], paper], ignore_index=True)
+        parts = [tables["human_likeness"], human_likeness_table(paper)]
+        tables["human_likeness"] = pd.concat([p for p in parts if len(p)], ignore_index=True)
+    tables["warnings"] = warnings_table(models, tables)
+    tables["summary"] = summary_table(models, tables)
     return tables

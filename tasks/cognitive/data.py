@@ -36,7 +36,10 @@ HUB_DATASET = "tum-nlp/cognitive-biases-in-llms"
 # The dataset repository's commit "Update README.md" (98fd1fd, the dataset card describing the
 # 30,000-test CSV). Pinned so every run scores the same tests; override with revision=<sha>.
 HUB_REVISION = "98fd1fd7728b320bb0690c51e72ca190191f2358"
-LOCAL_NAMES = ("cognitive-biases-in-llms.parquet", "cognitive-biases-in-llms.csv")  # under $BIASMONKEY_DATA_DIR/cognitive/
+LOCAL_NAMES = (
+    "cognitive-biases-in-llms.parquet",
+    "cognitive-biases-in-llms.csv",
+)  # under $BIASMONKEY_DATA_DIR/cognitive/
 COLUMNS = ("bias", "scenario", "control", "treatment", "metric_params")
 
 # Task name suffix -> the `bias` value as the authors' generators write it. Lookups ignore case,
@@ -216,7 +219,9 @@ def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
         control_q = parse_question(control, f"{where}, column 'control'")
         treatment_q = parse_question(treatment, f"{where}, column 'treatment'")
         # A content hash: the same test gets the same id (and option order) in any file or subset.
-        digest = hashlib.sha256("\x1f".join([slug, scenario, control, treatment, f"{k},{x_1},{x_2}"]).encode()).hexdigest()
+        digest = hashlib.sha256(
+            "\x1f".join([slug, scenario, control, treatment, f"{k},{x_1},{x_2}"]).encode()
+        ).hexdigest()
         test_id = f"{slug}-{digest[:12]}"
         seen[test_id] = seen.get(test_id, 0) + 1
         if seen[test_id] > 1:  # an exact duplicate row keeps its own stable id
@@ -294,7 +299,9 @@ def load_tests(data_path: str | os.PathLike | None = None, revision: str | None 
     return list(_load_cached(str(path.resolve()), "", (stat.st_mtime_ns, stat.st_size)))
 
 
-def bias_tests(bias: str, data_path: str | os.PathLike | None = None, revision: str | None = None) -> list[CognitiveTest]:
+def bias_tests(
+    bias: str, data_path: str | os.PathLike | None = None, revision: str | None = None
+) -> list[CognitiveTest]:
     """The tests of one bias (given by task suffix or published name), in file order."""
     slug = bias_slug(bias)
     if slug is None:

@@ -3,6 +3,11 @@
 As in the paper, the options of a seeded half of the tests are offered in reverse order (control
 and treatment of a test alike) and answers are mapped back to the original order before scoring.
 Options are always numbered "Option 1" … "Option n" in the order they are offered.
+
+Two sets of prompts for the paper's two-step protocol (Inspect, run option `prompts`):
+`paper`, the authors' decision and extraction prompts exactly as published (the default), and
+`biasmonkey`, our own wording of the same two steps. The one-step prompt (lm-eval's generate and
+exact modes, Inspect's `protocol=one_step`) is ours: the paper has no one-step protocol.
 """
 
 from __future__ import annotations
@@ -10,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 SIDES = ("control", "treatment")
@@ -19,11 +25,12 @@ OPTION_PATTERN = re.compile(r"\b(?:[oO]ption) (\d+)\b")
 
 _INTRO = "You are given a decision task with several answer options."
 
-# One step (exact mode, and generate mode in lm-eval): the answer is the option line itself.
-ANSWER_PROMPT = (
+# biasmonkey's one-step prompt (exact mode, and generate mode in lm-eval, which cannot chain a
+# second call): the answer is the option line itself. Our own wording.
+BIASMONKEY_ONE_STEP_PROMPT = (
     _INTRO + "\n\n{test}\n\n"
     "Choose exactly one option. Reply with the line of the option you choose, copied exactly "
-    "as it is written above (it starts with \"Option\" and the option's number).\n"
+    'as it is written above (it starts with "Option" and the option\'s number).\n'
     "Answer:"
 )
 
@@ -32,17 +39,91 @@ ANSWER_PROMPT = (
 ONE_STEP_STOP = "\n\n"
 ONE_STEP_MAX_TOKENS = 48
 
-# The paper's two-step protocol (for harnesses that can chain two generations): a free answer ...
-DECISION_PROMPT = _INTRO + "\n\n{test}\n\nChoose exactly one of the options."
 
-# ... then a second call that only reads the options and that answer and names the option.
-EXTRACTION_PROMPT = (
-    "Below are the answer options of a decision task, followed by a written answer to that task.\n\n"
-    "OPTIONS:\n{options}\n\n"
-    "ANSWER:\n{answer}\n\n"
-    "Which option does the answer choose? Write only \"Option N\", where N is the number of that "
-    "option. If the answer chooses no option, write \"No option selected\"."
+# ---------------------------------------------------------------------------- the two-step protocol
+
+
+@dataclass(frozen=True)
+class TwoStepPrompts:
+    """The two prompts of the paper's protocol: a free answer to the test (`decision`), then a
+    second, independent call that reads only the offered options and that answer and names the
+    option (`extraction`).
+
+    They are filled as the authors' code fills them (`LLM._decide`, by text replacement):
+    `{{test_case}}` by the test text, then `{{options}}` by the option lines in the offered order
+    and `{{answer}}` by the first call's reply.
+    """
+
+    name: str
+    decision: str  # with {{test_case}}
+    extraction: str  # with {{options}} and {{answer}}
+    source: str
+    # The authors' test text (`Template.format`) ends with a newline after the last option; our
+    # rendered test text does not, so the paper set appends it.
+    test_ends_with_newline: bool
+    # The paper set inserts the first reply unchanged; ours strips surrounding whitespace.
+    strip_answer: bool
+
+    def decision_prompt(self, test_text: str) -> str:
+        return self.decision.replace("{{test_case}}", test_text + ("\n" if self.test_ends_with_newline else ""))
+
+    def extraction_prompt(self, offered_options: Sequence[str], answer: str) -> str:
+        """Step two; the options in the order the first step showed them."""
+        prompt = self.extraction.replace("{{options}}", option_lines(offered_options))
+        return prompt.replace("{{answer}}", answer.strip() if self.strip_answer else answer)
+
+
+# The authors' prompts, exactly as their code sends them: `decision_prompt` and
+# `extraction_prompt` of models/<Developer>/prompts.yml in simonmalberg/cognitive-biases-in-llms
+# (identical in models/Google @ 16fab865, models/Llama @ 09c8264a and models/Random @ 196f6013),
+# after YAML loading: the files write them as folded scalars (`>-`), where each blank line
+# becomes one newline. The same words are printed in the paper's Appendix D (Malberg et al.,
+# 2025), where the PDF typesets the extraction headings' "---" as dashes.
+PAPER_PROMPTS = TwoStepPrompts(
+    name="paper",
+    decision="You will be given a decision-making task with multiple answer options.\n{{test_case}}\nSelect exactly one option.",
+    extraction=(
+        "You will be given answer options from a decision-making task and a written answer.\n"
+        "--- OPTIONS ---\n{{options}}\n\n"
+        "--- ANSWER ---\n{{answer}}\n\n"
+        "--- INSTRUCTION ---\n"
+        'Extract the option selected in the above answer (explicitly write "Option N" and nothing else where N '
+        "is the number of the option). If you cannot extract the selected option, write 'No option selected'."
+    ),
+    source=(
+        "Malberg et al. (2025), Appendix D; simonmalberg/cognitive-biases-in-llms, models/<Developer>/prompts.yml "
+        "(decision_prompt, extraction_prompt), filled as in core/base.py LLM._decide @ 895ad676"
+    ),
+    test_ends_with_newline=True,
+    strip_answer=False,
 )
+
+# Our own wording of the same two steps (the default before the published prompts were added).
+BIASMONKEY_PROMPTS = TwoStepPrompts(
+    name="biasmonkey",
+    decision=_INTRO + "\n\n{{test_case}}\n\nChoose exactly one of the options.",
+    extraction=(
+        "Below are the answer options of a decision task, followed by a written answer to that task.\n\n"
+        "OPTIONS:\n{{options}}\n\n"
+        "ANSWER:\n{{answer}}\n\n"
+        'Which option does the answer choose? Write only "Option N", where N is the number of that '
+        'option. If the answer chooses no option, write "No option selected".'
+    ),
+    source="biasmonkey's own wording of the paper's two steps",
+    test_ends_with_newline=False,
+    strip_answer=True,
+)
+
+TWO_STEP_PROMPTS: dict[str, TwoStepPrompts] = {p.name: p for p in (PAPER_PROMPTS, BIASMONKEY_PROMPTS)}
+DEFAULT_PROMPTS = "paper"
+
+
+def two_step_prompts(name: str = DEFAULT_PROMPTS) -> TwoStepPrompts:
+    """The two-step prompt set named by the run option `prompts`."""
+    try:
+        return TWO_STEP_PROMPTS[name]
+    except KeyError:
+        raise ValueError(f"option prompts={name!r} is invalid; use one of {', '.join(TWO_STEP_PROMPTS)}") from None
 
 
 def is_reversed(test_id: str, seed: int) -> bool:
@@ -78,7 +159,8 @@ def side_text(doc: Mapping[str, Any], side: str) -> str:
 
 
 def answer_prompt(test_text: str) -> str:
-    return ANSWER_PROMPT.format(test=test_text)
+    """biasmonkey's one-step prompt (ours; lm-eval and Inspect's `protocol=one_step`)."""
+    return BIASMONKEY_ONE_STEP_PROMPT.format(test=test_text)
 
 
 def one_step_answer(generated: str) -> str:
@@ -86,13 +168,14 @@ def one_step_answer(generated: str) -> str:
     return generated.split(ONE_STEP_STOP)[0]
 
 
-def decision_prompt(test_text: str) -> str:
-    return DECISION_PROMPT.format(test=test_text)
+def decision_prompt(test_text: str, prompts: str = DEFAULT_PROMPTS) -> str:
+    """Step one of the two-step protocol with the prompt set `prompts` (default: the paper's)."""
+    return two_step_prompts(prompts).decision_prompt(test_text)
 
 
-def extraction_prompt(offered_options: Sequence[str], answer: str) -> str:
-    """Step two of the paper's protocol; the options in the order the first step showed them."""
-    return EXTRACTION_PROMPT.format(options=option_lines(offered_options), answer=answer.strip())
+def extraction_prompt(offered_options: Sequence[str], answer: str, prompts: str = DEFAULT_PROMPTS) -> str:
+    """Step two of the two-step protocol; the options in the order the first step showed them."""
+    return two_step_prompts(prompts).extraction_prompt(offered_options, answer)
 
 
 def answer_labels(n_options: int) -> list[str]:

@@ -9,7 +9,7 @@ number is computed from a list of records (`summarize_records`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any
 
 import numpy as np
@@ -41,17 +41,34 @@ class CognitiveRecord:
     expected_score: float | None  # exact mode: E[m] under the two distributions
     random_baseline: float  # E[m] for uniformly random answers
     failure: str | None = None  # why the test has no score
+    # Records rebuilt from an epoch-averaged Inspect score: the share of its epochs that failed.
+    failed_share: float | None = None
 
     @property
     def failed(self) -> bool:
         return self.score is None
 
+    @property
+    def failure_weight(self) -> float:
+        """1 for a failed test, 0 for a scored one (the failed share of its epochs, when averaged)."""
+        return float(self.failed) if self.failed_share is None else self.failed_share
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> CognitiveRecord:
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in names})
 
 
 def _params(doc: Mapping[str, Any]) -> tuple[int, float, float]:
     return int(doc["k"]), float(doc["x_1"]), float(doc["x_2"])
+
+
+def random_baseline_of(doc: Mapping[str, Any]) -> float:
+    """E[m] of a test for uniformly random answers."""
+    return random_baseline(len(doc["control_options"]), len(doc["treatment_options"]), *_params(doc))
 
 
 def _common(doc: Mapping[str, Any], mode: str) -> dict[str, Any]:
@@ -65,11 +82,13 @@ def _common(doc: Mapping[str, Any], mode: str) -> dict[str, Any]:
         "k": k,
         "x_1": x_1,
         "x_2": x_2,
-        "random_baseline": random_baseline(len(doc["control_options"]), len(doc["treatment_options"]), k, x_1, x_2),
+        "random_baseline": random_baseline_of(doc),
     }
 
 
-def score_exact(doc: Mapping[str, Any], control_logprobs: Sequence[float], treatment_logprobs: Sequence[float]) -> CognitiveRecord:
+def score_exact(
+    doc: Mapping[str, Any], control_logprobs: Sequence[float], treatment_logprobs: Sequence[float]
+) -> CognitiveRecord:
     """Exact mode: per side, the log-likelihood of each offered option's answer label
     ("Option 1:" … "Option n:", in the offered order).
 

@@ -23,25 +23,82 @@ BASE_URL_ENV = "BIASMONKEY_BIASMONKEY_URL"  # override the download source (test
 
 # Local path (under biasmonkey/) -> (upstream path, sha256).
 FILES: dict[str, tuple[str, str]] = {
-    "prompts/acquiescence-key_typo.csv": ("prompts/acquiescence-key_typo.csv", "8024c85efcb29fdb51158a17800531be7ec2849b88126ac8dc87e23ff10510b6"),
-    "prompts/acquiescence-letter_swap.csv": ("prompts/acquiescence-letter_swap.csv", "b2b065a086cebbe59bd001bea0abce8b67657ee83d005a406acbe584807000d4"),
-    "prompts/acquiescence-middle_random.csv": ("prompts/acquiescence-middle_random.csv", "333e72f6a041f33c0b348b69896e1c47cd9e4ebed6cb173dd0c405e02742a2c0"),
-    "prompts/acquiescence.csv": ("prompts/acquiescence.csv", "48c5d85f7f7dd38c53b4640006220cdf41010f6dd441c091ac0be06b028cd36e"),
-    "prompts/acquiescence_reword.csv": ("prompts/acquiescence_reword.csv", "5b0a7cb5cf05ed6f056370c60855860e17c63b0c0b26b060c26e25216aeadf72"),
-    "prompts/allow_forbid-key_typo.csv": ("prompts/allow_forbid-key_typo.csv", "a541e493ebd91550c9f0f0d15d72426714d239bc90ffee453da5241f620db188"),
-    "prompts/allow_forbid-letter_swap.csv": ("prompts/allow_forbid-letter_swap.csv", "96f789f33065d7313f81387be472b935817739899d6fdda0d3438c066f32f51f"),
-    "prompts/allow_forbid-middle_random.csv": ("prompts/allow_forbid-middle_random.csv", "88c4895ed9528a2342e39f3d0035bf0cb2bef8978a8877af1a39052682db51c9"),
-    "prompts/allow_forbid.csv": ("prompts/allow_forbid.csv", "d740dfea416d1ff1453f0d2bf55378eaf0e57e7171d2a980a6cba15692003f67"),
-    "prompts/odd_even.csv": ("prompts/odd_even.csv", "39ae96634302a88b55be30a7b1c988a66546a161acf8f5fa56f08e27e28acd6e"),
-    "prompts/opinion_float-key_typo.csv": ("prompts/opinion_float-key_typo.csv", "86a581e6fc7217f56f847888393237414c24b8013fb1136c6a8cf993d0c0ac7d"),
-    "prompts/opinion_float-letter_swap.csv": ("prompts/opinion_float-letter_swap.csv", "c345c80a4dbaf1ff26f9690c93dadc7c8d139a5187f8b837da76d24a6a087ed3"),
-    "prompts/opinion_float-middle_random.csv": ("prompts/opinion_float-middle_random.csv", "68e652c1d521767110aeb6db325739a2a23cff0c08f88da408a81a281ecf0faf"),
-    "prompts/opinion_float.csv": ("prompts/opinion_float.csv", "6d8d36c721834af5e9fbbe2855847ee28179dd0404e581a9fcdb0492ad594b45"),
-    "prompts/response_order-key_typo.csv": ("prompts/response_order-key_typo.csv", "8e08d49bec244479d0be03c348d1bbe6b984c91d6d7353830c3be1c028638bc7"),
-    "prompts/response_order-letter_swap.csv": ("prompts/response_order-letter_swap.csv", "27eadd0386030ab47a737058839f5326ca3c4067337c1bae9dce985ae1df6f35"),
-    "prompts/response_order-middle_random.csv": ("prompts/response_order-middle_random.csv", "a3396a020a3cd5985b6803da8668b933d8b862c4ccc2c7a79ea00a8a104cd728"),
-    "prompts/response_order.csv": ("prompts/response_order.csv", "5b27613cf498b98105738f8fc2747b0f780d738a339e150a2ccfa46641f55299"),
-    "all-questions-coded.csv": ("analysis/all-questions-coded.csv", "af7a52adbf83e4eb0b4f4306fe23facdd73388e0322fce056d1843ad60e5736d"),
+    "prompts/acquiescence-key_typo.csv": (
+        "prompts/acquiescence-key_typo.csv",
+        "8024c85efcb29fdb51158a17800531be7ec2849b88126ac8dc87e23ff10510b6",
+    ),
+    "prompts/acquiescence-letter_swap.csv": (
+        "prompts/acquiescence-letter_swap.csv",
+        "b2b065a086cebbe59bd001bea0abce8b67657ee83d005a406acbe584807000d4",
+    ),
+    "prompts/acquiescence-middle_random.csv": (
+        "prompts/acquiescence-middle_random.csv",
+        "333e72f6a041f33c0b348b69896e1c47cd9e4ebed6cb173dd0c405e02742a2c0",
+    ),
+    "prompts/acquiescence.csv": (
+        "prompts/acquiescence.csv",
+        "48c5d85f7f7dd38c53b4640006220cdf41010f6dd441c091ac0be06b028cd36e",
+    ),
+    "prompts/acquiescence_reword.csv": (
+        "prompts/acquiescence_reword.csv",
+        "5b0a7cb5cf05ed6f056370c60855860e17c63b0c0b26b060c26e25216aeadf72",
+    ),
+    "prompts/allow_forbid-key_typo.csv": (
+        "prompts/allow_forbid-key_typo.csv",
+        "a541e493ebd91550c9f0f0d15d72426714d239bc90ffee453da5241f620db188",
+    ),
+    "prompts/allow_forbid-letter_swap.csv": (
+        "prompts/allow_forbid-letter_swap.csv",
+        "96f789f33065d7313f81387be472b935817739899d6fdda0d3438c066f32f51f",
+    ),
+    "prompts/allow_forbid-middle_random.csv": (
+        "prompts/allow_forbid-middle_random.csv",
+        "88c4895ed9528a2342e39f3d0035bf0cb2bef8978a8877af1a39052682db51c9",
+    ),
+    "prompts/allow_forbid.csv": (
+        "prompts/allow_forbid.csv",
+        "d740dfea416d1ff1453f0d2bf55378eaf0e57e7171d2a980a6cba15692003f67",
+    ),
+    "prompts/odd_even.csv": (
+        "prompts/odd_even.csv",
+        "39ae96634302a88b55be30a7b1c988a66546a161acf8f5fa56f08e27e28acd6e",
+    ),
+    "prompts/opinion_float-key_typo.csv": (
+        "prompts/opinion_float-key_typo.csv",
+        "86a581e6fc7217f56f847888393237414c24b8013fb1136c6a8cf993d0c0ac7d",
+    ),
+    "prompts/opinion_float-letter_swap.csv": (
+        "prompts/opinion_float-letter_swap.csv",
+        "c345c80a4dbaf1ff26f9690c93dadc7c8d139a5187f8b837da76d24a6a087ed3",
+    ),
+    "prompts/opinion_float-middle_random.csv": (
+        "prompts/opinion_float-middle_random.csv",
+        "68e652c1d521767110aeb6db325739a2a23cff0c08f88da408a81a281ecf0faf",
+    ),
+    "prompts/opinion_float.csv": (
+        "prompts/opinion_float.csv",
+        "6d8d36c721834af5e9fbbe2855847ee28179dd0404e581a9fcdb0492ad594b45",
+    ),
+    "prompts/response_order-key_typo.csv": (
+        "prompts/response_order-key_typo.csv",
+        "8e08d49bec244479d0be03c348d1bbe6b984c91d6d7353830c3be1c028638bc7",
+    ),
+    "prompts/response_order-letter_swap.csv": (
+        "prompts/response_order-letter_swap.csv",
+        "27eadd0386030ab47a737058839f5326ca3c4067337c1bae9dce985ae1df6f35",
+    ),
+    "prompts/response_order-middle_random.csv": (
+        "prompts/response_order-middle_random.csv",
+        "a3396a020a3cd5985b6803da8668b933d8b862c4ccc2c7a79ea00a8a104cd728",
+    ),
+    "prompts/response_order.csv": (
+        "prompts/response_order.csv",
+        "5b27613cf498b98105738f8fc2747b0f780d738a339e150a2ccfa46641f55299",
+    ),
+    "all-questions-coded.csv": (
+        "analysis/all-questions-coded.csv",
+        "af7a52adbf83e4eb0b4f4306fe23facdd73388e0322fce056d1843ad60e5736d",
+    ),
 }
 
 
@@ -179,9 +236,7 @@ def load_rows(bias: str, setting: str, reword: bool = False) -> list[PromptRow]:
             treatment = parse_question(raw[qp_col] or "", f"{where}, column {qp_col!r}")
             for col, question, expected in ((q_col, control, n_q), (qp_col, treatment, n_qp)):
                 if len(question.options) != expected:
-                    raise DataError(
-                        f"{where}, column {col!r}: {len(question.options)} options, expected {expected}"
-                    )
+                    raise DataError(f"{where}, column {col!r}: {len(question.options)} options, expected {expected}")
             rows.append(PromptRow(raw["key"], control, treatment, line))
     if not rows:
         raise DataError(f"{path}: no rows")

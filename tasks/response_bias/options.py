@@ -1,57 +1,89 @@
-"""Run options of the response-bias tasks, shared by both harness adapters.
+"""Run options of the response-bias tasks, declared once for both harnesses and the CLI.
 
 In lm-eval they arrive through `--metadata` (e.g. `--metadata mode=sample n_samples=50`), which
-lm-eval merges with the model arguments, so unknown keys are ignored here.
+lm-eval merges with the model arguments, so unknown keys are ignored; in Inspect they are the
+task's `-T` parameters; `biasmonkey run` has one flag per option.
 """
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 from typing import Any
 
-from biasmonkey.tasks.options import OptionsFromMapping
+from biasmonkey.metrics.response_bias import PERTURBATIONS
+from biasmonkey.tasks.options import Options, check_bool, check_choice, check_int, option
 from biasmonkey.tasks.response_bias.pairs import build_pairs, task_name
 from biasmonkey.tasks.response_bias.perturb import DEFAULT_RULES, RULES
-from biasmonkey.metrics.response_bias import PERTURBATIONS
 from biasmonkey.tasks.response_bias.templates import TEMPLATES, get_template
 
 MODES = ("exact", "sample")
+DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
+
+
+def parse_seeds(value: Any) -> tuple[int, ...] | None:
+    """The option perturbation_seeds as a tuple of distinct integers: from a list, one integer,
+    or text such as "1,2,3", "[1, 2, 3]" or "1 2 3" (None stays None)."""
+    if value is None:
+        return None
+    items = value
+    if isinstance(value, str):
+        items = value.strip().strip("[]()").replace(",", " ").split()
+    elif isinstance(value, int) and not isinstance(value, bool):
+        items = [value]
+    try:
+        seeds = tuple(int(s) if isinstance(s, str) else s for s in items)
+    except (TypeError, ValueError):
+        seeds = ()
+    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in seeds) or len(set(seeds)) < len(seeds):
+        raise ValueError(f"option perturbation_seeds={value!r} must be a list of distinct integers, e.g. 1,2,3")
+    return seeds
+
+
+def seed_list(text: str) -> tuple[int, ...] | None:
+    """Command-line reader of perturbation_seeds ("1,2,3")."""
+    try:
+        return parse_seeds(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("option perturbation_seeds=")) from None
 
 
 @dataclass(frozen=True)
-class RunOptions(OptionsFromMapping):
-    mode: str = "exact"  # exact: option log-probabilities; sample: N sampled answers at temperature 1
-    n_samples: int = 50  # answers drawn per question in sample mode (all are kept)
-    perturbation_seed: int | None = None  # None: published perturbed prompts; int: our seeded draw
-    # Several seeded draws in one run ("1,2,3" or [1, 2, 3]): every perturbation task holds the
-    # pairs of each draw; bias tasks ignore it (they have no perturbation). Read as a tuple.
-    perturbation_seeds: tuple[int, ...] | None = None
-    perturbation_rules: str = DEFAULT_RULES  # "paper" or "published" word rules of the generator
-    allow_forbid_all: bool = False  # keep the 8 allow/forbid pairs the published analysis excludes
-    template: str = "default"
-    fewshot_seed: int = 1234  # few-shot draws (identical for q and q')
-    virtual_samples: int = 0  # exact mode: also draw N answers per side from the valid-option distribution (0: off)
-    virtual_seed: int = 0  # seed of those draws (same seed -> same draws on every machine)
+class RunOptions(Options):
+    mode: str = option(
+        "exact", "exact: option log-probabilities; sample: N sampled answers at temperature 1", choices=MODES
+    )
+    n_samples: int = option(50, "answers drawn per question in sample mode (all are kept)")
+    perturbation_seed: int | None = option(
+        None, "draw the typo variants with our seeded generator instead of the published ones", parse=int
+    )
+    # Several seeded draws in one run: every perturbation task holds the pairs of each draw; bias
+    # tasks ignore it (they have no perturbation). Read as a tuple.
+    perturbation_seeds: tuple[int, ...] | None = option(
+        None, "several seeded perturbation draws in one run, e.g. 1,2,3 (per-draw metrics)", parse=seed_list
+    )
+    perturbation_rules: str = option(DEFAULT_RULES, "the seeded generator's word rules", choices=tuple(RULES))
+    allow_forbid_all: bool = option(False, "keep the 8 allow/forbid pairs the published analysis excludes")
+    template: str = option("default", "prompt template of tasks/response_bias/templates.yml", choices=tuple(TEMPLATES))
+    fewshot_seed: int = option(1234, "seeds the few-shot draws (identical for q and q')", harnesses=("lm_eval",))
+    virtual_samples: int = option(
+        0, "exact mode: also draw N valid answers per question from its distribution (0: off)"
+    )
+    virtual_seed: int = option(0, "seed of the virtual draws (same seed, same draws on every machine)")
+    top_logprobs: int = option(
+        DEFAULT_TOP_LOGPROBS, "alternatives requested per answer in exact mode", harnesses=("inspect",)
+    )
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise ValueError(f"option mode={self.mode!r} is invalid; use one of {', '.join(MODES)}")
-        if not isinstance(self.n_samples, int) or isinstance(self.n_samples, bool) or self.n_samples < 1:
-            raise ValueError(f"option n_samples={self.n_samples!r} must be a positive integer")
-        if self.perturbation_seed is not None and (
-            not isinstance(self.perturbation_seed, int) or isinstance(self.perturbation_seed, bool)
-        ):
-            raise ValueError(f"option perturbation_seed={self.perturbation_seed!r} must be an integer")
-        if self.perturbation_rules not in RULES:
-            raise ValueError(
-                f"option perturbation_rules={self.perturbation_rules!r} is unknown; use one of {', '.join(RULES)}"
-            )
-        if not isinstance(self.allow_forbid_all, bool):
-            raise ValueError(f"option allow_forbid_all={self.allow_forbid_all!r} must be true or false")
+        check_choice("mode", self.mode, MODES)
+        check_int("n_samples", self.n_samples, 1)
+        check_int("perturbation_seed", self.perturbation_seed, optional=True)
+        check_choice("perturbation_rules", self.perturbation_rules, RULES, "is unknown")
+        check_bool("allow_forbid_all", self.allow_forbid_all)
+        check_int("fewshot_seed", self.fewshot_seed)
         for name in ("virtual_samples", "virtual_seed"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"option {name}={value!r} must be a non-negative integer")
+            check_int(name, getattr(self, name), 0)
+        check_int("top_logprobs", self.top_logprobs, 1)
         if self.virtual_samples and self.mode != "exact":
             raise ValueError(
                 f"option virtual_samples={self.virtual_samples} draws from exact-mode distributions; "
@@ -71,6 +103,10 @@ class RunOptions(OptionsFromMapping):
                 f"option template={self.template!r} lets the model write up to {template.max_new_tokens} tokens "
                 f"and reads the answer from an 'Answer: <letter>' line; it needs mode=sample (mode={self.mode!r})"
             )
+
+    def draw_seeds(self, setting: str) -> tuple[int, ...]:
+        """The perturbation draws a task of `setting` reports one by one (none for bias tasks)."""
+        return (self.perturbation_seeds or ()) if setting in PERTURBATIONS else ()
 
     def task_pairs(self, bias: str, setting: str, reword: bool = False) -> list[dict[str, Any]]:
         """The pairs of one task under these options, each tagged with the prompt template and
@@ -95,22 +131,3 @@ class RunOptions(OptionsFromMapping):
         ]
         # Question by question, each question's draws together (so --limit keeps whole questions).
         return [pair for same_question in zip(*draws) for pair in same_question]
-
-
-def parse_seeds(value: Any) -> tuple[int, ...] | None:
-    """The option perturbation_seeds as a tuple of distinct integers: from a list, one integer,
-    or text such as "1,2,3", "[1, 2, 3]" or "1 2 3" (None stays None)."""
-    if value is None:
-        return None
-    items = value
-    if isinstance(value, str):
-        items = value.strip().strip("[]()").replace(",", " ").split()
-    elif isinstance(value, int) and not isinstance(value, bool):
-        items = [value]
-    try:
-        seeds = tuple(int(s) if isinstance(s, str) else s for s in items)
-    except (TypeError, ValueError):
-        seeds = ()
-    if not seeds or any(not isinstance(s, int) or isinstance(s, bool) for s in seeds) or len(set(seeds)) < len(seeds):
-        raise ValueError(f"option perturbation_seeds={value!r} must be a list of distinct integers, e.g. 1,2,3")
-    return seeds

@@ -123,9 +123,7 @@ def perturb_text(text: str, kind: str, rng: random.Random, rules: str = DEFAULT_
     word_rules = _check(kind, rules)
     perturb = _PERTURBERS[kind]
     parts = _SEPARATORS.split(text)  # words at even indices, separators at odd ones
-    return "".join(
-        part if i % 2 or not part else perturb(part, rng, word_rules) for i, part in enumerate(parts)
-    )
+    return "".join(part if i % 2 or not part else perturb(part, rng, word_rules) for i, part in enumerate(parts))
 
 
 def _split_stem(prompt: str) -> tuple[str, str]:
@@ -139,7 +137,7 @@ def _split_stem(prompt: str) -> tuple[str, str]:
 
 def _rng(seed: int, key: str, kind: str) -> random.Random:
     # sha256, not hash(): stable across processes, machines and Python versions.
-    digest = hashlib.sha256(f"{seed}:{key}:{kind}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}:{key}:{kind}".encode()).digest()
     return random.Random(int.from_bytes(digest, "big"))
 
 

@@ -1,5 +1,6 @@
-"""Prompts for the survey questions: the templates of templates.yml (the paper's Appendix B.2
-prompt by default, and its extended-generation and steering variants) and the answer readers."""
+"""Prompts for the survey questions: the templates of templates.yml (the published prompts: TACL
+Appendix B.2 by default, and the preprint's extended-generation and steering templates; our own
+wording of the latter as `<name>_biasmonkey`) and the answer readers."""
 
 from __future__ import annotations
 

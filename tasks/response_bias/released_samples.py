@@ -19,8 +19,6 @@ from pathlib import Path
 
 import numpy as np
 
-from biasmonkey.tasks.response_bias.data import COLUMNS as COLUMNS_BY_BIAS
-from biasmonkey.tasks.response_bias.pairs import ALLOW_FORBID_EXCLUDED
 from biasmonkey.metrics import (
     BIASES,
     SETTINGS,
@@ -28,6 +26,8 @@ from biasmonkey.metrics import (
     pair_delta,
     summarize_deltas,
 )
+from biasmonkey.tasks.response_bias.data import COLUMNS as COLUMNS_BY_BIAS
+from biasmonkey.tasks.response_bias.pairs import ALLOW_FORBID_EXCLUDED
 
 ROWS_PER_GROUP = 50
 COLUMNS = ("key", "response", "group", "num_options")
@@ -83,9 +83,7 @@ def expected_files() -> list[str]:
     return list(dict.fromkeys(names))
 
 
-def read_samples(
-    path: str | Path, groups: tuple[str, str]
-) -> dict[str, tuple[GroupSamples, GroupSamples]]:
+def read_samples(path: str | Path, groups: tuple[str, str]) -> dict[str, tuple[GroupSamples, GroupSamples]]:
     """Read one sample file into {key: (q samples, q' samples)}, keys in file order.
 
     Raises ValueError naming the file and the line or key at fault for a missing file or
@@ -101,9 +99,7 @@ def read_samples(
         reader = csv.DictReader(f)
         missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
         if missing:
-            raise ValueError(
-                f"{path}: missing column(s) {', '.join(missing)} (header: {reader.fieldnames})"
-            )
+            raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (header: {reader.fieldnames})")
         for row in reader:
             where = f"{path}, line {reader.line_num}"
             if any(row[c] is None for c in COLUMNS):
@@ -113,19 +109,14 @@ def read_samples(
                 raise ValueError(f"{where} (key {key!r}): group {group!r} is not one of {groups}")
             if not _RESPONSE.fullmatch(response):
                 raise ValueError(
-                    f"{where} (key {key!r}): response {response!r} is neither empty nor one "
-                    "lower-case letter"
+                    f"{where} (key {key!r}): response {response!r} is neither empty nor one lower-case letter"
                 )
             n_options = int(row["num_options"]) if row["num_options"].strip().isdigit() else 0
             if n_options < 1:
-                raise ValueError(
-                    f"{where} (key {key!r}): num_options {row['num_options']!r} "
-                    "is not a positive integer"
-                )
+                raise ValueError(f"{where} (key {key!r}): num_options {row['num_options']!r} is not a positive integer")
             if options.setdefault((key, group), n_options) != n_options:
                 raise ValueError(
-                    f"{where}: num_options {n_options} differs from earlier rows of key {key!r}, "
-                    f"group {group!r}"
+                    f"{where}: num_options {n_options} differs from earlier rows of key {key!r}, group {group!r}"
                 )
             answers.setdefault(key, {g: Counter() for g in groups})[group][response] += 1
     if not answers:
@@ -135,8 +126,7 @@ def read_samples(
         for group, tally in by_group.items():
             if tally.total() != ROWS_PER_GROUP:
                 raise ValueError(
-                    f"{path}, key {key!r}: {tally.total()} rows in group {group!r}, "
-                    f"expected {ROWS_PER_GROUP}"
+                    f"{path}, key {key!r}: {tally.total()} rows in group {group!r}, expected {ROWS_PER_GROUP}"
                 )
         q, qp = (
             GroupSamples(
@@ -157,9 +147,7 @@ def pair_deltas(sample_dir: str | Path, bias: str, setting: str) -> dict[str, fl
     return _deltas(samples, source, setting)
 
 
-def _deltas(
-    samples: dict[str, tuple[GroupSamples, GroupSamples]], rule_bias: str, setting: str
-) -> dict[str, float]:
+def _deltas(samples: dict[str, tuple[GroupSamples, GroupSamples]], rule_bias: str, setting: str) -> dict[str, float]:
     deltas = {}
     for key, (q, qp) in samples.items():
         if rule_bias == "allow_forbid" and key in ALLOW_FORBID_EXCLUDED:

@@ -40,12 +40,21 @@ class PairRecord:
     valid_mass_qp: float | None = None
     qp_positions: list[int] | None = None  # q' option -> q position (None: identity), for re-scoring
     perturbation_seed: int | None = None  # the seeded perturbation draw of q' (None: the published q')
+    # Exact mode from top log-probabilities (Inspect, served models): options missing from the
+    # top-k, given the documented floor (`biasmonkey.metrics.top_logprobs`); 0 where every option was scored.
+    n_imputed: float = 0
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> PairRecord:
+        return cls(**d)
 
-def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | None, **counts: float | None) -> PairRecord:
+
+def _record(
+    doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | None, **counts: float | None
+) -> PairRecord:
     delta = None
     if p_q is not None and p_qp is not None:
         delta = pair_delta(doc["bias"], doc["setting"], p_q, p_qp, doc["qp_positions"])
@@ -64,8 +73,11 @@ def _record(doc: Mapping[str, Any], p_q: np.ndarray | None, p_qp: np.ndarray | N
     )
 
 
-def score_exact(doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs: Sequence[float]) -> PairRecord:
-    """Exact mode: each side's option log-probabilities, renormalised over the offered options."""
+def score_exact(
+    doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs: Sequence[float], n_imputed: int = 0
+) -> PairRecord:
+    """Exact mode: each side's option log-probabilities, renormalised over the offered options
+    (n_imputed: how many of them are imputed floors)."""
     for side, lps, letters in (("q", q_logprobs, doc["q_letters"]), ("q'", qp_logprobs, doc["qp_letters"])):
         if len(lps) != len(letters):
             raise ValueError(f"pair {doc['key']}: {len(lps)} log-probabilities for {side}'s {len(letters)} options")
@@ -75,6 +87,7 @@ def score_exact(doc: Mapping[str, Any], q_logprobs: Sequence[float], qp_logprobs
         distribution_from_logprobs(qp_logprobs),
         valid_mass_q=valid_mass(q_logprobs),
         valid_mass_qp=valid_mass(qp_logprobs),
+        n_imputed=n_imputed,
     )
 
 
@@ -84,8 +97,14 @@ def valid_mass(option_logprobs: Sequence[float]) -> float:
 
 
 def score_weights(
-    doc: Mapping[str, Any], q_weights: Sequence[float], qp_weights: Sequence[float], n_answers: float = 0, n_invalid: float = 0,
-    valid_mass_q: float | None = None, valid_mass_qp: float | None = None,
+    doc: Mapping[str, Any],
+    q_weights: Sequence[float],
+    qp_weights: Sequence[float],
+    n_answers: float = 0,
+    n_invalid: float = 0,
+    valid_mass_q: float | None = None,
+    valid_mass_qp: float | None = None,
+    n_imputed: float = 0,
 ) -> PairRecord:
     """A record from non-negative answer weights per option (probabilities, or counts of valid
     answers pooled over epochs); a side whose weights sum to 0 has no valid answer."""
@@ -95,7 +114,13 @@ def score_weights(
             raise ValueError(f"pair {doc['key']}: {len(weights)} weights for {side}'s {len(letters)} options")
         sides.append(distribution_from_counts(weights) if sum(weights) > 0 else None)
     return _record(
-        doc, *sides, n_answers=n_answers, n_invalid=n_invalid, valid_mass_q=valid_mass_q, valid_mass_qp=valid_mass_qp
+        doc,
+        *sides,
+        n_answers=n_answers,
+        n_invalid=n_invalid,
+        valid_mass_q=valid_mass_q,
+        valid_mass_qp=valid_mass_qp,
+        n_imputed=n_imputed,
     )
 
 

@@ -2,7 +2,9 @@
 
 A template is either a one-token template (the answer is the next token, a letter: exact and
 sample mode) or a generation template (the model writes up to `max_new_tokens` tokens and the
-answer is read from a line `Answer: <letter>`: sample mode only).
+answer is read from a line `Answer: <letter>`: sample mode only). The shipped templates are the
+papers' published prompts under the papers' names, each citing its `source`, and our own earlier
+wording of the same templates under `<name>_biasmonkey`.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class PromptTemplate:
     answer: str  # one of ANSWER_KINDS
     biases: tuple[str, ...]  # the biases whose tasks may use it
     description: str
+    source: str = ""  # where the text comes from (paper, appendix), or that it is our own wording
 
     @property
     def generates(self) -> bool:
@@ -71,14 +74,20 @@ def read_answer_line(text: str, letters: tuple[str, ...] | list[str]) -> int | N
     return list(letters).index(match.group(1).upper())
 
 
+_REQUIRED = ("text", "max_new_tokens", "answer", "biases", "description")
+
+
 def _template(name: str, entry: object, source: Path) -> PromptTemplate:
     """One validated template; errors name the file and the template."""
     where = f"{source}, template {name!r}"
     if not isinstance(entry, dict):
-        raise ValueError(f"{where}: expected a mapping of text, max_new_tokens, answer, biases, description")
-    missing = {"text", "max_new_tokens", "answer", "biases", "description"} - set(entry)
+        raise ValueError(f"{where}: expected a mapping of text, max_new_tokens, answer, biases, description[, source]")
+    missing = set(_REQUIRED) - set(entry)
     if missing:
         raise ValueError(f"{where}: missing {', '.join(sorted(missing))}")
+    unknown = set(entry) - {*_REQUIRED, "source"}
+    if unknown:
+        raise ValueError(f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))}")
     text, tokens, answer, biases = entry["text"], entry["max_new_tokens"], entry["answer"], entry["biases"]
     if not isinstance(text, str) or "{question}" not in text:
         raise ValueError(f"{where}: text must contain {{question}}")
@@ -91,12 +100,15 @@ def _template(name: str, entry: object, source: Path) -> PromptTemplate:
     biases = BIASES if biases == "all" else biases
     if not isinstance(biases, list | tuple) or not biases or set(biases) - set(BIASES):
         raise ValueError(f"{where}: biases={entry['biases']!r} must be `all` or a list of {', '.join(BIASES)}")
-    return PromptTemplate(name, text, tokens, answer, tuple(biases), str(entry["description"]))
+    cited = entry.get("source", "")
+    if not isinstance(cited, str):
+        raise ValueError(f"{where}: source={cited!r} must be text (where the prompt comes from)")
+    return PromptTemplate(name, text, tokens, answer, tuple(biases), str(entry["description"]), cited)
 
 
 def load_templates(path: Path = TEMPLATES_FILE) -> dict[str, PromptTemplate]:
     """Every template of a templates file, by name."""
-    entries = yaml.safe_load(Path(path).read_text())
+    entries = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
     if not isinstance(entries, dict) or not entries:
         raise ValueError(f"{path}: expected a mapping of template names to templates")
     return {name: _template(name, entry, Path(path)) for name, entry in entries.items()}

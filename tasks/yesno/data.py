@@ -1,11 +1,21 @@
-"""COMPS-YNQ and EWoK-YNQ (Bhatt & Ivanova, CogSci 2025): resolve, decrypt and parse.
+"""Yes-no and multiple-choice question sets of Bhatt & Ivanova (CogSci 2025): resolve, decrypt, parse.
 
-The authors ship both sets as password-protected AES zips. The zips are resolved like every
+Yes-no: COMPS-YNQ and EWoK-YNQ (the paper), Arith-YNQ and bAbI-YNQ (the authors' follow-up),
+loaded as `Item`s. Multiple choice: MMLU, the items of the authors' answer-position study
+(`logprobs_mcq.py`), loaded as `McqItem`s by `load_mmlu`.
+
+The authors ship every set as a password-protected AES zip. The zips are resolved like every
 other upstream file (`biasmonkey.tasks.fetch`: `$BIASMONKEY_DATA_DIR/yesno/<zip>`, or a verified
-download cached under the user cache dir) and decrypted in memory only, with the password
-pattern of the upstream README (`yesno<dataset>pass1`). The EWoK terms forbid redistributing
-EWoK-derived text in plain text, so decrypted text is never written to disk by this module, and
-error messages name the file, row and column at fault instead of quoting rows.
+download cached under the user cache dir) and decrypted in memory only, with the passwords of
+the upstream README (`yesno<dataset>pass1`, MMLU `mcqmmlupass1`). The EWoK terms forbid
+redistributing EWoK-derived text in plain text, so decrypted text is never written to disk by
+this module, and error messages name the file, row and column at fault instead of quoting rows.
+
+Queries are built as in the authors' `logprobs_yesno.py` / `logprobs_mcq.py` (upstream commit
+below): COMPS and Arith use the question alone (Arith's `Context` column holds `''` in every
+row); EWoK and bAbI join context and question with one space; cells are stripped. MMLU cells
+are used as they are (not stripped: the authors read them raw, and 788 cells carry leading or
+trailing spaces from the original MMLU); the options already start with "(A) " … "(D) ".
 """
 
 from __future__ import annotations
@@ -21,6 +31,7 @@ from typing import Any
 import pyzipper
 
 from biasmonkey.tasks.fetch import DataError, fetch_pinned
+from biasmonkey.tasks.yesno.prompts import MCQ_LETTERS, mcq_query
 
 UPSTREAM_REPO = "ombbhatt/logprobs-bias-correct"
 UPSTREAM_COMMIT = "48591bb20f6d95f3a27bb81041dd59a4b81e2570"
@@ -28,7 +39,8 @@ UPSTREAM = f"{UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}"
 DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{UPSTREAM_REPO}/{UPSTREAM_COMMIT}/datasets"
 BASE_URL_ENV = "BIASMONKEY_YESNO_URL"  # override the download source (tests, mirrors)
 
-DATASETS = ("comps", "ewok")
+DATASETS = ("comps", "ewok", "arith", "babi")  # yes-no sets (load_items)
+MCQ_DATASETS = ("mmlu",)  # multiple-choice sets (load_mmlu)
 ANSWERS = ("Yes", "No")
 
 
@@ -46,10 +58,22 @@ ZIPS: dict[str, ZipSpec] = {
     "ewok": ZipSpec(
         "ewokynq-data.zip", "5d4cce99322d20a2ef2c701df99b55452979a30e46559f8a0f2852305e00e2e3", b"yesnoewokpass1"
     ),
+    "arith": ZipSpec(
+        "arithynq-data.zip", "d36aa8fb6b847ad9b3e1ac4f7ef4ecba17ed538cb09e3cb0a2d390e94504dbc7", b"yesnoarithpass1"
+    ),
+    "babi": ZipSpec(
+        "babiynq-data.zip", "ff75063d7711dad497f72edffb412b876ef525ad3e96cf5f5e3e4e07f1b3f6a5", b"yesnobabipass1"
+    ),
+    "mmlu": ZipSpec(
+        "mmlu-data.zip", "f07a75a8250ea7aa36418eb3888df698589e568c8fe8eaa980c071ea67176084", b"mcqmmlupass1"
+    ),
 }
 
 # The COMPS-YNQ file the paper uses (2,100 rows); the zip also holds larger pools.
 COMPS_FILE = "comps_yn_rand_2prop_2100.csv"
+# The files the authors' unified_runner.py reads (the zips hold nothing else).
+ARITH_FILE = "arith-ynq-big.csv"  # 1,200 rows: 6 kinds (`Digits`) × 200, half Yes in each
+BABI_FILE = "babi-ynq-big.csv"  # 1,200 rows: 12 bAbI tasks (`task`) × 100, half Yes in each
 EWOK_DOMAINS = (
     "agent_properties",
     "material_dynamics",
@@ -71,11 +95,79 @@ def ewok_file(domain: str) -> str:
     return f"processed_t2q_{domain}.csv"
 
 
+# The 57 MMLU subjects, one file `<domain>_processed.csv` each (14,042 questions in all).
+MMLU_DOMAINS = (
+    "abstract_algebra",
+    "anatomy",
+    "astronomy",
+    "business_ethics",
+    "clinical_knowledge",
+    "college_biology",
+    "college_chemistry",
+    "college_computer_science",
+    "college_mathematics",
+    "college_medicine",
+    "college_physics",
+    "computer_security",
+    "conceptual_physics",
+    "econometrics",
+    "electrical_engineering",
+    "elementary_mathematics",
+    "formal_logic",
+    "global_facts",
+    "high_school_biology",
+    "high_school_chemistry",
+    "high_school_computer_science",
+    "high_school_european_history",
+    "high_school_geography",
+    "high_school_government_and_politics",
+    "high_school_macroeconomics",
+    "high_school_mathematics",
+    "high_school_microeconomics",
+    "high_school_physics",
+    "high_school_psychology",
+    "high_school_statistics",
+    "high_school_us_history",
+    "high_school_world_history",
+    "human_aging",
+    "human_sexuality",
+    "international_law",
+    "jurisprudence",
+    "logical_fallacies",
+    "machine_learning",
+    "management",
+    "marketing",
+    "medical_genetics",
+    "miscellaneous",
+    "moral_disputes",
+    "moral_scenarios",
+    "nutrition",
+    "philosophy",
+    "prehistory",
+    "professional_accounting",
+    "professional_law",
+    "professional_medicine",
+    "professional_psychology",
+    "public_relations",
+    "security_studies",
+    "sociology",
+    "us_foreign_policy",
+    "virology",
+    "world_religions",
+)
+
+
+def mmlu_file(domain: str) -> str:
+    if domain not in MMLU_DOMAINS:
+        raise DataError(f"unknown MMLU domain {domain!r}; expected one of {', '.join(MMLU_DOMAINS)}")
+    return f"{domain}_processed.csv"
+
+
 @dataclass(frozen=True)
 class Item:
     """One yes-no question: a stable id, the query the prompt is built from, the gold answer."""
 
-    id: str  # comps-<row> or ewok-<domain>-<row>; rows count from 1 after the header
+    id: str  # comps-<row>, ewok-<domain>-<row>, arith-<row>, babi-<row>; rows count from 1 after the header
     dataset: str
     query: str
     gold: str  # "Yes" or "No"
@@ -85,10 +177,30 @@ class Item:
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class McqItem:
+    """One multiple-choice question (MMLU): options as in the file ("(A) …"), the gold letter.
+
+    `query` is the text the authors' prompts are built from: the question, a newline, then
+    "Options: " and the four options joined by ", " (`prompts.mcq_query`).
+    """
+
+    id: str  # mmlu-<domain>-<row>; rows count from 1 after the header
+    dataset: str
+    domain: str
+    question: str
+    options: tuple[str, ...]  # A, B, C, D
+    gold: str  # "A" … "D"
+    query: str
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
 def zip_path(dataset: str) -> Path:
-    """Local path of the verified upstream zip of `dataset` ("comps" or "ewok")."""
+    """Local path of the verified upstream zip of `dataset` ("comps", "ewok", "arith", "babi", "mmlu")."""
     if dataset not in ZIPS:
-        raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+        raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(ZIPS)}")
     spec = ZIPS[dataset]
     base = os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
     return fetch_pinned(
@@ -102,26 +214,42 @@ def zip_path(dataset: str) -> Path:
 
 def read_member(dataset: str, member: str) -> bytes:
     """Decrypted bytes of one file in the dataset's zip (in memory only)."""
+    return read_members(dataset, (member,))[member]
+
+
+def read_members(dataset: str, members: tuple[str, ...]) -> dict[str, bytes]:
+    """Decrypted bytes of several files of one zip, resolved and verified once (in memory only)."""
     path = zip_path(dataset)
-    where = f"{path}, file {member!r}"
+    out: dict[str, bytes] = {}
+    names: list[str] = []
+    member = members[0] if members else ""
     try:
         with pyzipper.AESZipFile(path) as zf:
             names = zf.namelist()
-            if member in names:
+            if all(m in names for m in members):
                 zf.setpassword(ZIPS[dataset].password)
-                return zf.read(member)
+                for member in members:
+                    out[member] = zf.read(member)
     except RuntimeError as err:  # pyzipper reports a wrong or missing password this way
+        where = f"{path}, file {member!r}"
         if "password" in str(err):
             raise DataError(f"{where}: wrong password for the zip ({err})") from None
         raise DataError(f"{where}: corrupt zip ({err})") from None
     except (pyzipper.BadZipFile, zlib.error, EOFError) as err:
-        raise DataError(f"{where}: corrupt zip ({type(err).__name__}: {err})") from None
-    raise DataError(f"{path}: no file {member!r} in the zip (it holds {', '.join(names) or 'nothing'})")
+        raise DataError(f"{path}, file {member!r}: corrupt zip ({type(err).__name__}: {err})") from None
+    missing = [m for m in members if m not in names]
+    if missing:
+        held = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
+        raise DataError(f"{path}: no file {missing[0]!r} in the zip (it holds {held or 'nothing'})")
+    return out
 
 
-def _rows(dataset: str, member: str, required: tuple[str, ...]) -> list[tuple[int, str, dict[str, str]]]:
+def _rows(
+    dataset: str, member: str, required: tuple[str, ...], raw: bytes | None = None
+) -> list[tuple[int, str, dict[str, str]]]:
     """(row number, location for messages, row) for each data row; checks the header."""
-    raw = read_member(dataset, member)
+    if raw is None:
+        raw = read_member(dataset, member)
     where = f"{ZIPS[dataset].name}:{member}"
     try:
         text = raw.decode("utf-8-sig")
@@ -179,13 +307,77 @@ def load_ewok(domain: str) -> list[Item]:
     ]
 
 
+def load_arith() -> list[Item]:
+    """Arith-YNQ: 1,200 arithmetic questions; the query is the `Question` column."""
+    return [
+        Item(f"arith-{n}", "arith", _cell(row, "Question", loc), _gold(row, loc))
+        for n, loc, row in _rows("arith", ARITH_FILE, ("Question", "Correct Answer"))
+    ]
+
+
+def load_babi() -> list[Item]:
+    """bAbI-YNQ: 1,200 questions; the query is `Context + " " + Question`."""
+    return [
+        Item(
+            f"babi-{n}",
+            "babi",
+            _cell(row, "Context", loc) + " " + _cell(row, "Question", loc),
+            _gold(row, loc),
+        )
+        for n, loc, row in _rows("babi", BABI_FILE, ("Context", "Question", "Correct Answer"))
+    ]
+
+
 def load_items(dataset: str, domain: str | None = None) -> list[Item]:
-    """All items of a dataset ("comps"; "ewok": all 11 domains, or one `domain`)."""
-    if dataset == "comps":
+    """All items of a yes-no dataset ("comps", "arith", "babi"; "ewok": all 11 domains, or one `domain`)."""
+    if dataset in ("comps", "arith", "babi"):
         if domain is not None:
-            raise DataError("COMPS-YNQ has no domains")
-        return load_comps()
+            raise DataError(f"{dataset!r} has no domains")
+        return {"comps": load_comps, "arith": load_arith, "babi": load_babi}[dataset]()
     if dataset == "ewok":
         domains = EWOK_DOMAINS if domain is None else (domain,)
         return [item for d in domains for item in load_ewok(d)]
+    if dataset in MCQ_DATASETS:
+        raise DataError(f"{dataset!r} is multiple-choice, not yes-no: load it with load_mmlu()")
     raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
+
+
+MMLU_COLUMNS = ("question", *MCQ_LETTERS, "answer")
+
+
+def _raw_cell(row: dict[str, str], column: str, loc: str) -> str:
+    value = row.get(column) or ""
+    if not value.strip():
+        raise DataError(f"{loc}, column {column!r}: empty")
+    return value
+
+
+def _mmlu_items(domain: str, raw: bytes) -> list[McqItem]:
+    items = []
+    for n, loc, row in _rows("mmlu", mmlu_file(domain), MMLU_COLUMNS, raw):
+        question = _raw_cell(row, "question", loc)
+        options = tuple(_raw_cell(row, x, loc) for x in MCQ_LETTERS)
+        for x, option in zip(MCQ_LETTERS, options):
+            if not option.startswith(f"({x}) "):
+                raise DataError(f"{loc}, column {x!r}: the option does not start with '({x}) '")
+        gold = (row.get("answer") or "").strip()
+        if gold not in MCQ_LETTERS:
+            shown = gold if len(gold) <= 20 else gold[:20] + "…"
+            raise DataError(f"{loc}, column 'answer': {shown!r} is not one of {', '.join(MCQ_LETTERS)}")
+        items.append(
+            McqItem(f"mmlu-{domain}-{n}", "mmlu", domain, question, options, gold, mcq_query(question, options))
+        )
+    return items
+
+
+def load_mmlu(domain: str | None = None) -> list[McqItem]:
+    """MMLU as the authors use it: all 57 domains (in MMLU_DOMAINS order), or one `domain`.
+
+    Every item keeps its original option order and gold letter: the study does not rotate the
+    answer through positions (its balancing is in the calibration folds, see
+    `biasmonkey.metrics.yesno.balanced_mcq_folds`).
+    """
+    domains = MMLU_DOMAINS if domain is None else (domain,)
+    files = tuple(mmlu_file(d) for d in domains)
+    raws = read_members("mmlu", files)
+    return [item for d, f in zip(domains, files) for item in _mmlu_items(d, raws[f])]

@@ -33,6 +33,10 @@ class ItemRecord:
     no: float
     null_yes: float | None
     null_no: float | None
+    # From top log-probabilities (Inspect, lm-eval's biasmonkey-server): continuations missing from the top-k, given the
+    # documented floor, after the prompt and in the no-context measurement; 0 where every continuation was scored.
+    n_imputed: float = 0
+    n_imputed_null: float = 0
 
     @property
     def gold_yes(self) -> bool:
@@ -45,21 +49,29 @@ class ItemRecord:
     def from_dict(cls, d: Mapping[str, Any]) -> ItemRecord:
         """Inverse of as_dict (e.g. after a JSON round trip)."""
         doc = {"id": d["id"], "dataset": d["dataset"], "domain": d.get("domain"), "gold": d["gold"]}
-        return score_item(doc, d["logprobs"], d.get("null_logprobs"))
+        return score_item(doc, d["logprobs"], d.get("null_logprobs"), d.get("n_imputed", 0), d.get("n_imputed_null", 0))
 
 
 def _answer_pair(lps: Sequence[float], item_id: str, what: str) -> tuple[tuple[float, ...], float, float]:
     values = tuple(float(x) for x in lps)
     if len(values) != len(CONTINUATIONS):
-        raise ValueError(f"item {item_id}: {len(values)} {what} log-probabilities, expected {len(CONTINUATIONS)} ({CONTINUATIONS})")
+        raise ValueError(
+            f"item {item_id}: {len(values)} {what} log-probabilities, expected {len(CONTINUATIONS)} ({CONTINUATIONS})"
+        )
     n_yes = len(YES_CONTINUATIONS)
-    yes, no = answer_logprob(values[:n_yes]), answer_logprob(values[n_yes:n_yes + len(NO_CONTINUATIONS)])
+    yes, no = answer_logprob(values[:n_yes]), answer_logprob(values[n_yes : n_yes + len(NO_CONTINUATIONS)])
     if not (math.isfinite(yes) and math.isfinite(no)):
         raise ValueError(f"item {item_id}: {what} log-probabilities {values} leave an answer without probability")
     return values, yes, no
 
 
-def score_item(doc: Mapping[str, Any], logprobs: Sequence[float], null_logprobs: Sequence[float] | None = None) -> ItemRecord:
+def score_item(
+    doc: Mapping[str, Any],
+    logprobs: Sequence[float],
+    null_logprobs: Sequence[float] | None = None,
+    n_imputed: float = 0,
+    n_imputed_null: float = 0,
+) -> ItemRecord:
     """Record of one item from the log-probabilities of CONTINUATIONS after its prompt.
 
     `doc` needs id, dataset, gold (and domain for EWoK); `null_logprobs` are the same
@@ -83,6 +95,8 @@ def score_item(doc: Mapping[str, Any], logprobs: Sequence[float], null_logprobs:
         no=no,
         null_yes=null_yes,
         null_no=null_no,
+        n_imputed=n_imputed,
+        n_imputed_null=n_imputed_null,
     )
 
 

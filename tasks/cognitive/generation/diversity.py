@@ -44,7 +44,7 @@ def self_bleu(texts: Sequence[str], max_texts: int = MAX_TEXTS, seed: int = 0) -
     tokenized = [tokens(t) for t in subset]
     smoothing = SmoothingFunction().method1
     scores = [
-        sentence_bleu(tokenized[:i] + tokenized[i + 1:], hypothesis, smoothing_function=smoothing)
+        sentence_bleu(tokenized[:i] + tokenized[i + 1 :], hypothesis, smoothing_function=smoothing)
         for i, hypothesis in enumerate(tokenized)
     ]
     return sum(scores) / len(scores)
@@ -66,18 +66,24 @@ def text_of_test(row: Mapping[str, str]) -> str:
     return f"{row['control']}\n{row['treatment']}"
 
 
-def diversity(rows: Sequence[Mapping[str, str]], seed: int = 0, max_texts: int = MAX_TEXTS,
-              max_pairs: int = MAX_PAIRS) -> dict[str, Any]:
+def diversity(
+    rows: Sequence[Mapping[str, str]], seed: int = 0, max_texts: int = MAX_TEXTS, max_pairs: int = MAX_PAIRS
+) -> dict[str, Any]:
     """Self-BLEU and ROUGE-L per bias (by the rows' `bias` value) and over all rows."""
     groups: dict[str, list[str]] = {}
     for row in rows:
         groups.setdefault(row["bias"], []).append(text_of_test(row))
     groups["all"] = [text_of_test(row) for row in rows]
     return {
-        "seed": seed, "max_texts": max_texts, "max_pairs": max_pairs,
+        "seed": seed,
+        "max_texts": max_texts,
+        "max_pairs": max_pairs,
         "groups": {
-            name: {"tests": len(texts), "self_bleu": self_bleu(texts, max_texts, seed),
-                   "rouge_l": rouge_l(texts, max_pairs, seed)}
+            name: {
+                "tests": len(texts),
+                "self_bleu": self_bleu(texts, max_texts, seed),
+                "rouge_l": rouge_l(texts, max_pairs, seed),
+            }
             for name, texts in groups.items()
         },
     }
@@ -87,8 +93,14 @@ def _cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
-def write_diversity_report(rows: Sequence[Mapping[str, str]], json_path: Path, md_path: Path, seed: int = 0,
-                           max_texts: int = MAX_TEXTS, max_pairs: int = MAX_PAIRS) -> dict[str, Any]:
+def write_diversity_report(
+    rows: Sequence[Mapping[str, str]],
+    json_path: Path,
+    md_path: Path,
+    seed: int = 0,
+    max_texts: int = MAX_TEXTS,
+    max_pairs: int = MAX_PAIRS,
+) -> dict[str, Any]:
     """Compute the diversity of `rows` and write it as JSON and as a markdown table."""
     result = diversity(rows, seed, max_texts, max_pairs)
     json_path.write_text(json.dumps(result, indent=2) + "\n")
@@ -99,7 +111,9 @@ def write_diversity_report(rows: Sequence[Mapping[str, str]], json_path: Path, m
         "| bias | tests | self-BLEU | ROUGE-L |",
         "|---|---:|---:|---:|",
     ]
-    lines += [f"| {name} | {g['tests']} | {_cell(g['self_bleu'])} | {_cell(g['rouge_l'])} |"
-              for name, g in result["groups"].items()]
+    lines += [
+        f"| {name} | {g['tests']} | {_cell(g['self_bleu'])} | {_cell(g['rouge_l'])} |"
+        for name, g in result["groups"].items()
+    ]
     md_path.write_text("\n".join(lines) + "\n")
     return result

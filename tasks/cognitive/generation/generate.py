@@ -101,8 +101,13 @@ def read_scenarios(source: str | Path) -> list[str]:
     """Scenarios, one per non-empty line of a text file; `published` gives the paper's 200
     (from $BIASMONKEY_DATA_DIR/cognitive/scenarios.txt, or a pinned, checksummed download)."""
     if str(source) == PUBLISHED_SCENARIOS:
-        path = fetch_pinned("cognitive/scenarios.txt", "cognitive/a3d24658e428/scenarios.txt",
-                            SCENARIOS_URL, SCENARIOS_SHA256, SCENARIOS_UPSTREAM)
+        path = fetch_pinned(
+            "cognitive/scenarios.txt",
+            "cognitive/a3d24658e428/scenarios.txt",
+            SCENARIOS_URL,
+            SCENARIOS_SHA256,
+            SCENARIOS_UPSTREAM,
+        )
     else:
         path = Path(source)
     try:
@@ -174,8 +179,9 @@ def insertions_from(reply: str, keys: Sequence[str], template: Template) -> dict
     return insertions
 
 
-def build_row(template: Template, scenario: str, values: Mapping[str, Any], insertions: Mapping[str, str],
-              where: str) -> dict[str, str]:
+def build_row(
+    template: Template, scenario: str, values: Mapping[str, Any], insertions: Mapping[str, str], where: str
+) -> dict[str, str]:
     """The CSV row of a filled test, checked by the cognitive tasks' own parser."""
     row = {"bias": template.bias, "scenario": scenario}
     for side in ("control", "treatment"):
@@ -190,8 +196,10 @@ def build_row(template: Template, scenario: str, values: Mapping[str, Any], inse
         raise Rejected("broken_options", str(err)) from None
     for side in ("control", "treatment"):
         if len(getattr(parsed, side).options) != template.n_options:
-            raise Rejected("broken_options", f"the {side} has {len(getattr(parsed, side).options)} options, "
-                                             f"the template {template.n_options}")
+            raise Rejected(
+                "broken_options",
+                f"the {side} has {len(getattr(parsed, side).options)} options, the template {template.n_options}",
+            )
     return row
 
 
@@ -223,8 +231,16 @@ async def _call(ask: Ask, request: Request) -> str:
     return str(reply)
 
 
-async def generate_test(template: Template, scenario: str, scenario_index: int, number: int, seed: int,
-                        ask: Ask, max_retries: int = DEFAULT_MAX_RETRIES, where: str = "generated") -> Outcome:
+async def generate_test(
+    template: Template,
+    scenario: str,
+    scenario_index: int,
+    number: int,
+    seed: int,
+    ask: Ask,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    where: str = "generated",
+) -> Outcome:
     """Fill one test: the control's gaps, then the treatment's own gaps (one model call each).
     A rejected reply is asked again with its reason; more than `max_retries` rejections over the
     whole test fail it. `attempts` counts the model calls."""
@@ -281,17 +297,26 @@ class BiasReport:
             self.failed_by_reason[outcome.rejections[-1]["reason"]] += 1
 
     def as_dict(self) -> dict[str, Any]:
-        return {**{k: getattr(self, k) for k in ("planned", "resumed", "written", "failed", "model_calls")},
-                "rejections": dict(sorted(self.rejections.items())),
-                "failed_by_reason": dict(sorted(self.failed_by_reason.items()))}
+        return {
+            **{k: getattr(self, k) for k in ("planned", "resumed", "written", "failed", "model_calls")},
+            "rejections": dict(sorted(self.rejections.items())),
+            "failed_by_reason": dict(sorted(self.failed_by_reason.items())),
+        }
 
 
 def output_paths(out: str | Path) -> dict[str, Path]:
     """The files of a run next to the CSV: the journal and the reports."""
     out = Path(out)
-    return {name: out.with_name(out.name + suffix) for name, suffix in (
-        ("progress", ".progress.jsonl"), ("report_json", ".report.json"), ("report_md", ".report.md"),
-        ("diversity_json", ".diversity.json"), ("diversity_md", ".diversity.md"))}
+    return {
+        name: out.with_name(out.name + suffix)
+        for name, suffix in (
+            ("progress", ".progress.jsonl"),
+            ("report_json", ".report.json"),
+            ("report_md", ".report.md"),
+            ("diversity_json", ".diversity.json"),
+            ("diversity_md", ".diversity.md"),
+        )
+    }
 
 
 def read_journal(path: Path) -> list[Outcome]:
@@ -318,8 +343,10 @@ def _write_csv(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
 
 
 def report_markdown(report: Mapping[str, BiasReport]) -> str:
-    lines = ["| bias | planned | resumed | written | failed | model calls | rejected replies (reason: n) |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = [
+        "| bias | planned | resumed | written | failed | model calls | rejected replies (reason: n) |",
+        "|---|---:|---:|---:|---:|---:|---|",
+    ]
     for slug, r in report.items():
         reasons = ", ".join(f"{k}: {v}" for k, v in sorted(r.rejections.items())) or "none"
         lines.append(f"| {slug} | {r.planned} | {r.resumed} | {r.written} | {r.failed} | {r.model_calls} | {reasons} |")
@@ -343,8 +370,14 @@ async def _run_all(jobs: Sequence[Callable[[], Awaitable[None]]], concurrency: i
 
 
 async def generate_tests(
-    templates: Mapping[str, Template], scenarios: Sequence[str], ask: Ask, out: str | Path,
-    per_scenario: int = 1, seed: int = 0, max_retries: int = DEFAULT_MAX_RETRIES, concurrency: int = 1,
+    templates: Mapping[str, Template],
+    scenarios: Sequence[str],
+    ask: Ask,
+    out: str | Path,
+    per_scenario: int = 1,
+    seed: int = 0,
+    max_retries: int = DEFAULT_MAX_RETRIES,
+    concurrency: int = 1,
     progress: bool = True,
 ) -> dict[str, BiasReport]:
     """Generate `per_scenario` tests per bias × scenario into the CSV `out` (resuming a previous
@@ -376,17 +409,33 @@ async def generate_tests(
                 else:
                     todo.append((template, index, number, test))
 
-    with out.open("a", encoding="utf-8", newline="") as csv_file, \
-            paths["progress"].open("a", encoding="utf-8") as journal, \
-            Progress(TextColumn("generating"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.description}"),
-                     TimeRemainingColumn(), disable=not progress) as bar:
+    with (
+        out.open("a", encoding="utf-8", newline="") as csv_file,
+        paths["progress"].open("a", encoding="utf-8") as journal,
+        Progress(
+            TextColumn("generating"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.description}"),
+            TimeRemainingColumn(),
+            disable=not progress,
+        ) as bar,
+    ):
         writer = csv.DictWriter(csv_file, fieldnames=list(COLUMNS), lineterminator="\n")
         task = bar.add_task("", total=len(todo))
 
         def job(template: Template, index: int, number: int, test: int) -> Callable[[], Awaitable[None]]:
             async def run() -> None:
-                outcome = await generate_test(template, scenarios[index], index, number, test, ask, max_retries,
-                                              where=f"{out} ({template.slug}, scenario {index + 1}, seed {test})")
+                outcome = await generate_test(
+                    template,
+                    scenarios[index],
+                    index,
+                    number,
+                    test,
+                    ask,
+                    max_retries,
+                    where=f"{out} ({template.slug}, scenario {index + 1}, seed {test})",
+                )
                 if outcome.row:
                     writer.writerow(outcome.row)
                     csv_file.flush()
@@ -396,6 +445,7 @@ async def generate_tests(
                 report[template.slug].add(outcome)
                 failed = sum(r.failed for r in report.values())
                 bar.update(task, advance=1, description=f"{template.slug}  failed: {failed}")
+
             return run
 
         await _run_all([job(*item) for item in todo], concurrency)

@@ -6,8 +6,9 @@ gaps: `[[instruction]]`, filled by the generator model (the instruction text is 
 identity, so a gap repeated anywhere in the test is filled once), and `{{name}}`, filled from
 the seeded custom values of the `values:` section. `checks:` names the verifiable instructions
 of gaps, `metric:` gives k, x_1, x_2 as numbers or expressions of the values (and `n_options`).
-The format is documented in `tasks/cognitive/templates/README.md`. Every error names the file
-and the key at fault.
+`variants:` names alternative readings of the test (e.g. `paper_text`), each replacing some of
+these top-level keys; `load_template(path, variant=...)` applies one. The format is documented in
+`tasks/cognitive/templates/README.md`. Every error names the file and the key at fault.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ GAP = re.compile(r"\[\[(.+?)\]\]")  # [[instruction]]
 VALUE = re.compile(r"\{\{\s*(\w+)\s*\}\}")  # {{name}}
 TEMPLATE_SUFFIX = ".yml"  # not .yaml: lm-eval's --include_path scan reads every *.yaml as a task
 
-TOP_KEYS = {"bias", "design", "control", "treatment", "values", "checks", "metric"}
+TOP_KEYS = {"bias", "design", "control", "treatment", "values", "checks", "metric", "variants"}
+VARIANT_KEYS = TOP_KEYS - {"bias", "variants"}  # what a variant may replace
 REQUIRED_KEYS = ("bias", "control", "treatment", "metric")
 SIDE_KEYS = ("situation", "prompt", "options")
 METRIC_KEYS = ("k", "x_1", "x_2")
@@ -77,6 +79,8 @@ class Template:
     values: tuple[ValueSpec, ...]
     checks: Mapping[str, tuple[Check, ...]]  # gap instruction -> checks of its insertion
     metric: Mapping[str, float | ast.Expression]  # k, x_1, x_2
+    variant: str | None = None  # the variant applied, None for the file's default reading
+    variants: tuple[str, ...] = ()  # the variants the file offers
 
     @property
     def n_options(self) -> int:
@@ -167,7 +171,9 @@ def _side(path: Path, name: str, raw: Any) -> Side:
         if options not in OPTION_PRESETS:
             raise _fail(path, f"{name}.options", f"unknown preset {options!r}; known: {', '.join(OPTION_PRESETS)}")
         options = OPTION_PRESETS[options]
-    elif not (isinstance(options, list) and len(options) >= 2 and all(isinstance(o, (str, int, float)) for o in options)):
+    elif not (
+        isinstance(options, list) and len(options) >= 2 and all(isinstance(o, (str, int, float)) for o in options)
+    ):
         raise _fail(path, f"{name}.options", "must be a preset name or a list of at least two option texts")
     return Side(raw["situation"], raw["prompt"], tuple(str(o) for o in options))
 
@@ -213,9 +219,11 @@ def _generated(spec: ValueSpec, result: Any) -> dict[str, Any]:
     names = value_names(spec)
     if names == (spec.name,):
         return {spec.name: result}
-    fields = getattr(VALUE_GENERATORS[spec.generator], "fields")  # type: ignore[index]
+    fields = VALUE_GENERATORS[spec.generator].fields  # type: ignore[index]
     if not isinstance(result, Mapping) or set(result) != set(fields):
-        raise ValueError(f"generator {spec.generator!r} must return a dict with the keys {list(fields)}, got {result!r}")
+        raise ValueError(
+            f"generator {spec.generator!r} must return a dict with the keys {list(fields)}, got {result!r}"
+        )
     return {f"{spec.name}_{f}": result[f] for f in fields}
 
 
@@ -256,8 +264,32 @@ def _checks(path: Path, raw: Any, gaps: set[str]) -> dict[str, tuple[Check, ...]
     return checks
 
 
-def load_template(path: str | Path) -> Template:
-    """Parse and validate one template file."""
+def _variants(path: Path, raw: Any) -> dict[str, Mapping[str, Any]]:
+    if raw is None:
+        return {}
+    if not isinstance(raw, Mapping):
+        raise _fail(path, "variants", "must be a mapping of variant names to mappings of top-level keys")
+    for name, entry in raw.items():
+        if not (isinstance(name, str) and name.isidentifier()):
+            raise _fail(path, f"variants.{name}", "a variant name must be an identifier")
+        if not isinstance(entry, Mapping) or not entry:
+            raise _fail(
+                path, f"variants.{name}", f"must be a non-empty mapping of any of {', '.join(sorted(VARIANT_KEYS))}"
+            )
+        unknown = sorted(set(entry) - VARIANT_KEYS)
+        if unknown:
+            raise _fail(
+                path,
+                f"variants.{name}",
+                f"unknown key(s) {unknown}; a variant may replace {', '.join(sorted(VARIANT_KEYS))}",
+            )
+    return dict(raw)
+
+
+def load_template(path: str | Path, variant: str | None = None) -> Template:
+    """Parse and validate one template file. With `variant`, the keys that variant gives replace
+    the file's own (a file without that variant keeps its default reading). Every variant of the
+    file is validated either way."""
     path = Path(path)
     try:
         raw = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -268,27 +300,38 @@ def load_template(path: str | Path) -> Template:
     unknown = sorted(set(raw) - TOP_KEYS)
     if unknown:
         raise _fail(path, ", ".join(unknown), f"unknown key(s); allowed: {', '.join(sorted(TOP_KEYS))}")
+    variants = _variants(path, raw.get("variants"))
+    names = tuple(variants)
+    built = {name: _build(path, {**raw, **entry}, name, names) for name, entry in variants.items()}
+    default = _build(path, raw, None, names)
+    return built.get(variant, default)
+
+
+def _build(path: Path, raw: Mapping[str, Any], variant: str | None, variants: tuple[str, ...]) -> Template:
+    """A template from the file's top-level keys (a variant's keys already merged in)."""
+    where = path if variant is None else Path(f"{path} [variant {variant}]")
     for key in REQUIRED_KEYS:
         if key not in raw:
-            raise _fail(path, key, "missing")
+            raise _fail(where, key, "missing")
     slug = bias_slug(str(raw["bias"]))
     if slug is None:
-        raise _fail(path, "bias", f"unknown bias {raw['bias']!r}; expected one of {', '.join(BIASES.values())}")
-    control, treatment = (_side(path, side, raw[side]) for side in SIDES)
+        raise _fail(where, "bias", f"unknown bias {raw['bias']!r}; expected one of {', '.join(BIASES.values())}")
+    control, treatment = (_side(where, side, raw[side]) for side in SIDES)
     if len(control.options) != len(treatment.options):
-        raise _fail(path, "treatment.options",
-                    f"has {len(treatment.options)} options, control has {len(control.options)}")
-    values = _values(path, raw.get("values"))
+        raise _fail(
+            where, "treatment.options", f"has {len(treatment.options)} options, control has {len(control.options)}"
+        )
+    values = _values(where, raw.get("values"))
     names = {N_OPTIONS, *(name for spec in values for name in value_names(spec))}
     for side_name, side in (("control", control), ("treatment", treatment)):
         for text in side.texts():
             for name in VALUE.findall(text):
                 if name not in names:
-                    raise _fail(path, side_name, f"{{{{{name}}}}} is not declared under `values`")
+                    raise _fail(where, side_name, f"{{{{{name}}}}} is not declared under `values`")
     gaps = {gap for side in (control, treatment) for text in side.texts() for gap in GAP.findall(text)}
     for gap in gaps:
         if VALUE.search(gap):
-            raise _fail(path, f"[[{gap}]]", "a gap instruction cannot contain a {{value}} (it is the gap's identity)")
+            raise _fail(where, f"[[{gap}]]", "a gap instruction cannot contain a {{value}} (it is the gap's identity)")
     template = Template(
         path=path,
         bias=BIASES[slug],
@@ -297,8 +340,10 @@ def load_template(path: str | Path) -> Template:
         control=control,
         treatment=treatment,
         values=values,
-        checks=_checks(path, raw.get("checks"), gaps),
-        metric=_metric(path, raw["metric"], names),
+        checks=_checks(where, raw.get("checks"), gaps),
+        metric=_metric(where, raw["metric"], names),
+        variant=variant,
+        variants=variants,
     )
     # Sample once: wrong generator parameters or failing expressions show up now, not mid-run.
     template.metric_params(template.sample_values(0))
@@ -321,22 +366,31 @@ def template_files(paths: Iterable[str | Path]) -> list[Path]:
     return files
 
 
-def load_templates(paths: Iterable[str | Path], biases: Iterable[str] | None = None) -> dict[str, Template]:
-    """Templates by bias slug, from files and folders; `biases` (names or slugs) selects some."""
+def load_templates(
+    paths: Iterable[str | Path], biases: Iterable[str] | None = None, variant: str | None = None
+) -> dict[str, Template]:
+    """Templates by bias slug, from files and folders; `biases` (names or slugs) selects some.
+    `variant` (e.g. "paper_text") applies that variant to every template that offers it; it is an
+    error if none of the selected templates does."""
     templates: dict[str, Template] = {}
     for file in template_files(paths):
-        template = load_template(file)
+        template = load_template(file, variant)
         if template.slug in templates:
             raise _fail(file, "bias", f"{template.bias!r} is also the bias of {templates[template.slug].path}")
         templates[template.slug] = template
-    if biases is None:
-        return templates
-    selected: dict[str, Template] = {}
-    for name in biases:
-        slug = bias_slug(name)
-        if slug is None or slug not in templates:
-            raise TemplateError(
-                f"no template for the bias {name!r}; the templates given cover: {', '.join(templates) or 'none'}"
-            )
-        selected[slug] = templates[slug]
+    selected = templates
+    if biases is not None:
+        selected = {}
+        for name in biases:
+            slug = bias_slug(name)
+            if slug is None or slug not in templates:
+                raise TemplateError(
+                    f"no template for the bias {name!r}; the templates given cover: {', '.join(templates) or 'none'}"
+                )
+            selected[slug] = templates[slug]
+    if variant is not None and not any(t.variant == variant for t in selected.values()):
+        offered = sorted({v for t in selected.values() for v in t.variants})
+        raise TemplateError(
+            f"no template given offers the variant {variant!r}; offered: {', '.join(offered) or 'none'}"
+        )
     return selected

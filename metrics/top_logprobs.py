@@ -1,7 +1,7 @@
-"""Answer log-probabilities from an Inspect model's `top_logprobs` (exact mode in Inspect).
+"""Answer log-probabilities from a top-k list of next-token log-probabilities.
 
-Exact mode asks for one token with `logprobs=True, top_logprobs=k` and reads the first token's
-top-k alternatives. An answer label (an option letter, "Yes", …) matches a returned token with
+Exact mode through an API (Inspect providers, OpenAI-compatible servers) asks for one token with
+its top-k alternatives and reads the answers from them. An answer label (an option letter, "Yes", …) matches a returned token with
 or without a leading space, whatever the tokenizer's space marker (" A", "ĠA", "▁A", "A"); the
 label's probability is the sum over its matching tokens, as lm-eval scores both spellings.
 `spelling_logprobs` keeps the spellings apart instead: " Yes" matches " Yes", "ĠYes" and "▁Yes",
@@ -21,34 +21,27 @@ import math
 from collections.abc import Callable, Sequence
 
 import numpy as np
-from inspect_ai.model import ModelOutput
 
 SPACE_MARKERS = (" ", "Ġ", "▁")  # plain space, GPT-2 byte-level BPE, SentencePiece
 TINY = 1e-300  # keeps an imputed log-probability finite when the top-k holds all the mass
 
 
-class LogprobsUnavailable(RuntimeError):
-    """The model's provider returned no log-probabilities, so exact mode cannot score answers."""
+class ImputedLogprob(float):
+    """A log-probability that is an imputed floor, not a returned value. lm-eval writes results
+    into its sample logs with `str()`, which marks it: "-7.25 imputed"."""
+
+    MARK = " imputed"
+
+    def __str__(self) -> str:
+        return float.__repr__(self) + self.MARK
 
 
-SAMPLING_ALTERNATIVE = "or run the sampling protocol with -T mode=sample"
-
-
-def first_token_top_logprobs(
-    output: ModelOutput, model: str, alternative: str = SAMPLING_ALTERNATIVE
-) -> list[tuple[str, float]]:
-    """(token, log-probability) of the first generated token's top-k alternatives.
-
-    `alternative` ends the error message when there are none (what else the user can do)."""
-    choice = output.choices[0] if output.choices else None
-    content = choice.logprobs.content if choice is not None and choice.logprobs is not None else []
-    top = content[0].top_logprobs if content else None
-    if not top:
-        raise LogprobsUnavailable(
-            f"model {model} returned no top_logprobs, which exact mode needs to score the answer options; "
-            f"use a provider that returns log-probabilities, {alternative}"
-        )
-    return [(t.token, t.logprob) for t in top]
+def logged_logprob(value: float | str) -> tuple[float, bool]:
+    """A log-likelihood as a harness returned it (float) or logged it (string), and whether it was imputed."""
+    if isinstance(value, str):
+        number = value.removesuffix(ImputedLogprob.MARK)
+        return float(number), number != value
+    return float(value), isinstance(value, ImputedLogprob)
 
 
 def bare_token(token: str) -> str:

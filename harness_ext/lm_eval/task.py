@@ -1,0 +1,108 @@
+"""The part every biasmonkey lm-eval task shares: options, documents and metrics from the family.
+
+A task YAML names a `FamilyTask` subclass as its `class` and the family's `load_docs` as its
+`custom_dataset`. The subclass builds the requests (`construct_requests`) and reads a document's
+results into the family's record (`record`); everything else comes from the family's contract:
+`metric_list` from its metric table, `process_results` from the metrics' per-record values.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any, ClassVar
+
+import datasets
+from lm_eval.api.task import ConfigurableTask
+
+from biasmonkey.tasks.contract import Family, Metric, base_task_name, reported
+
+
+def family_dataset(family: Family, arguments: dict[str, Any]) -> datasets.DatasetDict:
+    """`custom_dataset` hook: a task's documents as a single `test` split.
+
+    lm-eval calls it with the task's `dataset_kwargs` (the task's fixed arguments) merged with
+    the run metadata (`--metadata` and the model arguments), so keys that are not options are
+    ignored."""
+    fixed_names = list(inspect.signature(family.docs).parameters)[1:]
+    fixed = {name: arguments.pop(name) for name in fixed_names if name in arguments}
+    options = family.options_type.from_mapping(arguments)
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(family.docs(options, **fixed))})
+
+
+def _aggregation(metric: Metric, record_type: type) -> Callable[[list[Any]], float]:
+    """A set-level metric's aggregation; whole records arrive as the dicts `process_results` returned."""
+
+    def aggregate(values: list[Any]) -> float:
+        assert metric.aggregate is not None
+        return metric.aggregate([record_type.from_dict(v) if isinstance(v, dict) else v for v in values])
+
+    aggregate.__name__ = metric.name
+    return aggregate
+
+
+def metric_list(metrics: Sequence[Metric], record_type: type) -> list[dict[str, Any]]:
+    """lm-eval's `metric_list`: `mean` (which also gives a stderr) or the metric's own aggregation."""
+    return [
+        {
+            "metric": m.name,
+            "aggregation": "mean" if m.aggregate is None else _aggregation(m, record_type),
+            "higher_is_better": m.higher_is_better,
+        }
+        for m in metrics
+    ]
+
+
+def doc_values(metrics: Sequence[Metric], record: Any) -> dict[str, Any]:
+    """`process_results` of one document: each metric's value of its record (a record that has
+    none is left out of that metric; whole records are passed as dicts)."""
+    out = {}
+    for m in metrics:
+        value = m.value(record)
+        if value is not None:
+            out[m.name] = value.as_dict() if value is record else value
+    return out
+
+
+class FamilyTask(ConfigurableTask):
+    """A biasmonkey task of `family`; subclasses build its requests and read its results."""
+
+    family: ClassVar[Family]
+
+    def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        config = dict(config or {})
+        config.pop("class", None)  # TaskConfig does not know the key lm-eval used to find us
+        name = base_task_name(config.get("task", ""))
+        if name not in self.family.tasks:
+            raise ValueError(f"task {config.get('task')!r} is not one of the biasmonkey {self.family.name} tasks")
+        self.fixed = dict(self.family.tasks[name])
+        self.options = self.family.options_type.from_mapping(config.get("metadata"))
+        self.reported_metrics = reported(self.family, self.options, "lm_eval", self.fixed)
+        config.update(
+            test_split="test",
+            process_results=self.process_doc,
+            metric_list=metric_list(self.reported_metrics, self.family.record_type),
+            **self.harness_config(),
+        )
+        super().__init__(config=config, **kwargs)
+
+    def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        """The documents from the task's `custom_dataset` hook, called as lm-eval's `download` calls it
+        (the run metadata and the task's `dataset_kwargs` as keyword arguments), without the warning
+        lm-eval logs once per task there (that custom arguments can go through `--metadata`: biasmonkey's
+        options do, and are documented)."""
+        if not callable(self.config.custom_dataset):
+            super().download(dataset_kwargs, **kwargs)
+            return
+        self.dataset = self.config.custom_dataset(**(self.config.metadata or {}), **(self.config.dataset_kwargs or {}))
+
+    def harness_config(self) -> dict[str, Any]:
+        """Task settings that depend on the options (output type, generation settings, filters)."""
+        return {}
+
+    def record(self, doc: dict[str, Any], results: list[Any]) -> Any:
+        """The family's record of one document from its results (filtered responses, in request order)."""
+        raise NotImplementedError
+
+    def process_doc(self, doc: dict[str, Any], results: list[Any]) -> dict[str, Any]:
+        return doc_values(self.reported_metrics, self.record(doc, results))

@@ -1,0 +1,492 @@
+"""`biasmonkey plan`: what a run costs, per task and per backend, before any model is loaded.
+
+The requests are built exactly as lm-eval builds them (its `TaskManager` over our task folder, then
+each task's `build_all_requests`), and tokenised as lm-eval's HF backend tokenises them (lm-eval's
+own `loglikelihood` on an `HFLM` that holds only the model's tokenizer, no weights). From them:
+
+- documents: pairs, yes-no questions or cognitive-bias tests;
+- harness requests: what the harness hands to the model (generation repeats counted);
+- distinct prompts: distinct contexts;
+- model sequences and prompt tokens per backend, where a prompt token is a token the model must
+  process (generated tokens are not counted):
+
+  - `hf` (lm-eval's own): one sequence per distinct context + all-but-last continuation tokens (its
+    logits cache groups requests so), of that many tokens;
+  - `biasmonkey-hf`: one sequence per distinct context, of the context's tokens, plus the
+    continuation tokens of multi-token labels (scored over the cached context, shared prefixes once);
+  - `vllm` (also `sglang`, `local-completions`): one full sequence per log-likelihood request, of
+    context + continuation minus the last token (prompt log-probabilities are requested, so the
+    prefix cache is not used);
+  - `biasmonkey-server`: one request per distinct context, of the context's tokens; it refuses
+    multi-token continuations (the cognitive tasks' exact mode), whose cost is then "–";
+  - `inspect`: one request per side of a document (its own prompt; yes-no adds one no-context
+    request per model; cognitive generate mode makes two calls per side, whose second prompt holds
+    the first answer, so its tokens are unknown; exact mode of the cognitive tasks is lm-eval only).
+
+Generation requests (sample and generate modes) are one sequence of the context per request on
+every backend. Totals are over all tasks together: lm-eval batches the requests of all tasks, so
+a prompt shared by several tasks (a response-bias task's original questions) is computed once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import functools
+import json
+import logging
+import sys
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.tasks.families import FAMILIES, family_of
+from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
+
+OPTION_TYPES = [family.options_type for family in FAMILIES.values()]
+
+# `--suite` → lm-eval task spec (a group or tag of the task YAML files).
+SUITES = {
+    "response_bias": "biasmonkey",
+    "yesno": "biasmonkey-yesno",
+    "cognitive": "biasmonkey-cognitive",
+}
+SUITES["all"] = ",".join(SUITES.values())
+
+DOCUMENT_UNITS = {"response_bias": "pairs", "yesno": "questions", "cognitive": "tests"}
+
+# The backends a plan counts, in table order, and how each runs the requests.
+BACKENDS = {
+    "hf": "lm-eval hf: one sequence per context + all-but-last continuation tokens",
+    "biasmonkey-hf": "one sequence per distinct context (multi-token labels over the cached context)",
+    "vllm": "lm-eval vllm, sglang, local-completions: one full sequence per log-likelihood request",
+    "biasmonkey-server": "one request per distinct context",
+    "inspect": "one request per side of a document",
+}
+BACKEND_ALIASES = {"sglang": "vllm", "local-completions": "vllm", "stock-hf": "hf"}
+BACKEND_LABELS = {"vllm": "vllm/sglang/local-completions"}
+
+
+def tasks_dir() -> Path:
+    """The folder to pass to lm-eval's --include_path (the installed biasmonkey.tasks)."""
+    import biasmonkey.tasks
+
+    return Path(biasmonkey.tasks.__file__).resolve().parent
+
+
+def task_spec(suite: str | None, tasks: str | None) -> str:
+    """The lm-eval `--tasks` value: `tasks` if given, else the suite's group or tag."""
+    return tasks or SUITES[suite or "response_bias"]
+
+
+# ---------------------------------------------------------------------------- requests
+
+
+@dataclass(frozen=True)
+class Request:
+    """One lm-eval request: a log-likelihood (continuation set) or a generation (continuation None)."""
+
+    doc_id: int
+    context: str
+    continuation: str | None
+    repeats: int = 1
+
+
+@dataclass
+class TaskRequests:
+    """A task's requests as lm-eval builds them."""
+
+    name: str
+    family: str | None  # "response_bias", "yesno", "cognitive"; None for a task that is not ours
+    options: Any  # the family's options as the task read them (None for other tasks)
+    requests: list[Request]
+
+    @property
+    def documents(self) -> int:
+        return len({r.doc_id for r in self.requests})
+
+
+@contextlib.contextmanager
+def _quiet_lm_eval() -> Iterator[None]:
+    """No lm-eval progress bars or INFO lines while this process builds requests (warnings stay)."""
+    import lm_eval.api.task as task_module
+
+    logger = logging.getLogger("lm_eval")
+    level, progress = logger.level, task_module.tqdm
+    logger.setLevel(logging.WARNING)
+    task_module.tqdm = functools.partial(progress, disable=True)
+    try:
+        yield
+    finally:
+        task_module.tqdm = progress
+        logger.setLevel(level)
+
+
+def _load_tasks(spec: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """lm-eval's task objects for a task spec (our folder only, unless the spec names other tasks)."""
+    from lm_eval.tasks import TaskManager
+
+    names = [name.strip() for name in spec.split(",") if name.strip()]
+    try:
+        manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+        return manager.load(names)["tasks"]
+    except KeyError:  # a task outside biasmonkey: index lm-eval's own tasks too (slow)
+        manager = TaskManager(include_path=str(tasks_dir()), metadata=metadata)
+        return manager.load(names)["tasks"]
+
+
+def build_requests(
+    spec: str,
+    metadata: dict[str, Any] | None = None,
+    limit: int | None = None,
+    chat_template: Any = None,
+) -> list[TaskRequests]:
+    """Every task's requests, built as `lm_eval` builds them for a run with these arguments.
+
+    `chat_template`: the model's `apply_chat_template` (as lm-eval passes it with --apply_chat_template)."""
+    from lm_eval.evaluator_utils import get_sample_size
+
+    out = []
+    with _quiet_lm_eval():
+        for name, task in _load_tasks(spec, dict(metadata or {})).items():
+            # as lm_eval.simple_evaluate does without --num_fewshot and with its default seed
+            if task.get_config("num_fewshot") is None:
+                task.set_config(key="num_fewshot", value=0)
+            task.set_fewshot_seed(seed=1234)
+            task.build_all_requests(
+                limit=get_sample_size(task, limit),
+                rank=0,
+                world_size=1,
+                apply_chat_template=chat_template is not None,
+                chat_template=chat_template,
+            )
+            requests = [
+                Request(
+                    inst.doc_id,
+                    inst.args[0],
+                    inst.args[1] if inst.request_type == "loglikelihood" else None,
+                    inst.repeats or 1,
+                )
+                for inst in task.instances
+            ]
+            family = family_of(name)
+            out.append(TaskRequests(name, family.name if family else None, getattr(task, "options", None), requests))
+    return out
+
+
+# ---------------------------------------------------------------------------- tokens
+
+
+def _tokenizer_lm(tokenizer: Any) -> Any:
+    """lm-eval's HF backend with a tokenizer and no model: its own tokenisation of requests."""
+    from lm_eval.api.model import LM
+    from lm_eval.models.huggingface import HFLM
+
+    class TokenizerOnlyHFLM(HFLM):
+        def __init__(self, tokenizer: Any) -> None:
+            LM.__init__(self)  # not HFLM.__init__, which loads the model
+            self.tokenizer = tokenizer
+            self.backend = "causal"
+            self.add_bos_token = None
+            self.custom_prefix_token_id = None
+            self.enable_thinking = False
+            self.chat_template_args: dict[str, Any] = {}
+            self._encoded: dict[tuple[str, Any, Any], list[int]] = {}
+
+        def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs: Any) -> list[int]:
+            key = (string, add_special_tokens, kwargs.get("left_truncate_len"))
+            if key not in self._encoded:
+                self._encoded[key] = super().tok_encode(string, add_special_tokens=add_special_tokens, **kwargs)
+            return self._encoded[key]
+
+        def _loglikelihood_tokens(self, requests: list[Any], **kwargs: Any) -> list[Any]:
+            return [(tuple(context), tuple(continuation)) for _, context, continuation in requests]
+
+    return TokenizerOnlyHFLM(tokenizer)
+
+
+def load_tokenizer(source: str | None) -> tuple[Any, str]:
+    """The tokenizer of a model folder or hub id (default: the bundled SmolLM2), and its name; no weights."""
+    from transformers import AutoTokenizer
+
+    if source is None:
+        from biasmonkey.harness_ext.default_model import ensure_default_model
+
+        source = str(ensure_default_model(log=lambda message: print(message, file=sys.stderr)))
+    return AutoTokenizer.from_pretrained(source), Path(source).name if Path(source).exists() else source
+
+
+@dataclass(frozen=True)
+class Encoded:
+    """A request in tokens: a log-likelihood's context and continuation, or a generation's context."""
+
+    request: Request
+    context: tuple[int, ...]
+    continuation: tuple[int, ...] = ()
+
+
+def encode(tasks: Sequence[TaskRequests], lm: Any) -> dict[str, list[Encoded]]:
+    """Each task's requests in tokens, as lm-eval's HF backend tokenises them."""
+    from lm_eval.api.instance import Instance
+
+    out = {}
+    for task in tasks:
+        scored = [r for r in task.requests if r.continuation is not None]
+        instances = [Instance("loglikelihood", {}, (r.context, r.continuation), 0) for r in scored]
+        pairs = iter(lm.loglikelihood(instances, disable_tqdm=True) if instances else [])
+        out[task.name] = [
+            Encoded(r, *next(pairs)) if r.continuation is not None else Encoded(r, tuple(lm.tok_encode(r.context)))
+            for r in task.requests
+        ]
+    return out
+
+
+# ---------------------------------------------------------------------------- counting
+
+
+@dataclass
+class Cost:
+    sequences: int | None = 0
+    prompt_tokens: int | None = 0
+
+    def add(self, sequences: int | None, tokens: int | None) -> None:
+        self.sequences = None if self.sequences is None or sequences is None else self.sequences + sequences
+        self.prompt_tokens = None if self.prompt_tokens is None or tokens is None else self.prompt_tokens + tokens
+
+
+@dataclass
+class Row:
+    task: str
+    documents: int
+    requests: int
+    distinct_prompts: int
+    costs: dict[str, Cost] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.task,
+            "documents": self.documents,
+            "requests": self.requests,
+            "distinct_prompts": self.distinct_prompts,
+            "backends": {
+                name: {"sequences": c.sequences, "prompt_tokens": c.prompt_tokens} for name, c in self.costs.items()
+            },
+        }
+
+
+def simple_counts(tasks: Sequence[TaskRequests]) -> tuple[int, int, int]:
+    """Documents, harness requests and distinct prompts of all tasks together (no tokenising)."""
+    documents = sum(t.documents for t in tasks)
+    requests = sum(r.repeats for t in tasks for r in t.requests)
+    prompts = len({r.context for t in tasks for r in t.requests})
+    return documents, requests, prompts
+
+
+def _trie_tokens(continuations: set[tuple[int, ...]]) -> int:
+    """Continuation tokens run over a cached context: every proper prefix of a continuation, once."""
+    return len({cont[:j] for cont in continuations for j in range(1, len(cont))})
+
+
+def _per_context(encoded: Sequence[Encoded], key: str) -> dict[Any, tuple[tuple[int, ...], set[tuple[int, ...]]]]:
+    """Scored requests grouped by context (`key`: "tokens" or "text"): context tokens and the continuations."""
+    groups: dict[Any, tuple[tuple[int, ...], set[tuple[int, ...]]]] = {}
+    for e in encoded:
+        if e.request.continuation is not None:
+            k = e.context if key == "tokens" else e.request.context
+            groups.setdefault(k, (e.context, set()))[1].add(e.continuation)
+    return groups
+
+
+def _generations(encoded: Sequence[Encoded]) -> tuple[int, int]:
+    """Sequences and prompt tokens of the generation requests: one sequence per request and repeat."""
+    gens = [e for e in encoded if e.request.continuation is None]
+    return sum(e.request.repeats for e in gens), sum(len(e.context) * e.request.repeats for e in gens)
+
+
+def _stock_hf(encoded: Sequence[Encoded]) -> tuple[int, int]:
+    groups = {e.context + e.continuation[:-1] for e in encoded if e.request.continuation is not None}
+    gen_sequences, gen_tokens = _generations(encoded)
+    return len(groups) + gen_sequences, sum(map(len, groups)) + gen_tokens
+
+
+def _per_distinct_context(encoded: Sequence[Encoded], key: str) -> tuple[int, int]:
+    groups = _per_context(encoded, key)
+    tokens = sum(len(context) + _trie_tokens(conts) for context, conts in groups.values())
+    gen_sequences, gen_tokens = _generations(encoded)
+    return len(groups) + gen_sequences, tokens + gen_tokens
+
+
+def _per_request(encoded: Sequence[Encoded]) -> tuple[int, int]:
+    scored = [e for e in encoded if e.request.continuation is not None]
+    tokens = sum(len(e.context) + len(e.continuation) - 1 for e in scored)
+    gen_sequences, gen_tokens = _generations(encoded)
+    return len(scored) + gen_sequences, tokens + gen_tokens
+
+
+def _inspect(task: TaskRequests, encoded: Sequence[Encoded]) -> tuple[int | None, int | None]:
+    """Inspect: one request per side of a document (see the module docstring)."""
+    options = task.options
+    if task.family is None:
+        return None, None
+    if task.family == "cognitive" and options.mode == "exact":
+        return None, None  # lm-eval only
+    by_doc: dict[int, dict[str, int]] = defaultdict(dict)
+    for e in encoded:
+        if e.request.context:  # the yes-no tasks' no-context requests are one per model, below
+            by_doc[e.request.doc_id].setdefault(e.request.context, len(e.context))
+    if task.family == "cognitive":  # two calls per side; the second prompt holds the first answer
+        return 4 * len(by_doc), None
+    sides = 2 if task.family == "response_bias" else 1
+    per_side = options.n_samples if task.family == "response_bias" and options.mode == "sample" else 1
+    requests = sides * per_side * len(by_doc)
+    tokens = sum(round(sum(lengths.values()) * sides / len(lengths)) * per_side for lengths in by_doc.values())
+    if task.family == "yesno":
+        requests, tokens = requests + 1, tokens + 1  # the no-context prompt, one token by default
+    return requests, tokens
+
+
+def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str, list[Encoded]]) -> Cost:
+    """Sequences and prompt tokens of `tasks` run together on `backend`."""
+    every = [e for t in tasks for e in encoded[t.name]]
+    if backend == "hf":
+        return Cost(*_stock_hf(every))
+    if backend == "biasmonkey-hf":
+        return Cost(*_per_distinct_context(every, "tokens"))
+    if backend == "biasmonkey-server":
+        if any(e.request.continuation is not None and len(e.continuation) > 1 for e in every):
+            return Cost(None, None)  # refused: one next-token distribution cannot score them
+        return Cost(*_per_distinct_context(every, "text"))
+    if backend == "vllm":
+        return Cost(*_per_request(every))
+    if backend == "inspect":
+        cost = Cost()
+        for t in tasks:
+            cost.add(*_inspect(t, encoded[t.name]))
+        if sum(t.family == "yesno" for t in tasks) > 1:  # one no-context request per model, not per task
+            extra = sum(t.family == "yesno" for t in tasks) - 1
+            cost.add(-extra, -extra)
+        return cost
+    raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+
+
+def plan_rows(tasks: Sequence[TaskRequests], encoded: dict[str, list[Encoded]], backends: Sequence[str]) -> list[Row]:
+    """One row per task and a last row for all tasks together."""
+    rows = []
+    for group, label in [([t], t.name) for t in tasks] + [(list(tasks), "total")]:
+        documents, requests, prompts = simple_counts(group)
+        row = Row(label, documents, requests, prompts)
+        for backend in backends:
+            row.costs[backend] = backend_cost(backend, group, encoded)
+        rows.append(row)
+    return rows
+
+
+# ---------------------------------------------------------------------------- output
+
+
+def _number(value: int | None) -> str:
+    return "–" if value is None else f"{value:,}"
+
+
+def format_table(rows: Sequence[Row], backends: Sequence[str]) -> str:
+    """A fixed-width table: per backend "sequences / prompt tokens"."""
+    header = ["task", "documents", "requests", "distinct prompts"] + [BACKEND_LABELS.get(b, b) for b in backends]
+    body = [
+        [r.task, _number(r.documents), _number(r.requests), _number(r.distinct_prompts)]
+        + [f"{_number(r.costs[b].sequences)} / {_number(r.costs[b].prompt_tokens)}" for b in backends]
+        for r in rows
+    ]
+    widths = [max(len(line[i]) for line in [header, *body]) for i in range(len(header))]
+
+    def fmt(line: list[str]) -> str:
+        return "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(line, widths)))
+
+    lines = [fmt(header), fmt(["-" * w for w in widths])]
+    lines += [fmt(line) for line in body[:-1]] + [fmt(["-" * w for w in widths]), fmt(body[-1])]
+    return "\n".join(lines)
+
+
+def parse_backends(text: str) -> list[str]:
+    if text == "all":
+        return list(BACKENDS)
+    chosen = []
+    for name in (n.strip() for n in text.split(",")):
+        name = BACKEND_ALIASES.get(name, name)
+        if name not in BACKENDS:
+            raise argparse.ArgumentTypeError(f"unknown backend {name!r}; use all or some of {', '.join(BACKENDS)}")
+        chosen.append(name)
+    return list(dict.fromkeys(chosen))
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    spec = task_spec(args.suite, args.tasks)
+    metadata = cli_metadata(args, OPTION_TYPES)
+    tokenizer, tokenizer_name = load_tokenizer(args.tokenizer or args.model)
+    lm = _tokenizer_lm(tokenizer)
+    tasks = build_requests(spec, metadata, args.limit, lm.apply_chat_template if args.apply_chat_template else None)
+    rows = plan_rows(tasks, encode(tasks, lm), args.backend)
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "tasks": spec,
+                    "options": metadata,
+                    "limit": args.limit,
+                    "apply_chat_template": args.apply_chat_template,
+                    "tokenizer": tokenizer_name,
+                    "backends": {b: BACKENDS[b] for b in args.backend},
+                    "rows": [r.as_dict() for r in rows],
+                },
+                indent=2,
+            )
+        )
+        return 0
+    settings = [f"--tasks {spec} ({len(tasks)} task{'s' if len(tasks) != 1 else ''})", f"tokenizer {tokenizer_name}"]
+    settings += [f"options {json.dumps(metadata)}"] if metadata else []
+    settings += [f"--limit {args.limit}"] if args.limit is not None else []
+    settings += ["chat template"] if args.apply_chat_template else []
+    print(f"biasmonkey plan: {', '.join(settings)}")
+    print("per backend: model sequences / prompt tokens")
+    print(format_table(rows, args.backend))
+    print()
+    for b in args.backend:
+        print(f"{BACKEND_LABELS.get(b, b)}: {BACKENDS[b]}")
+    total = rows[-1].costs
+    if "vllm" in total and "biasmonkey-hf" in total and total["biasmonkey-hf"].sequences:
+        ratio = total["vllm"].sequences / total["biasmonkey-hf"].sequences
+        print(f"vllm/sglang/local-completions run {ratio:.1f}× the sequences of biasmonkey-hf.")
+    return 0
+
+
+def add_selection_arguments(p: argparse.ArgumentParser) -> None:
+    """--suite/--tasks, the run options, --limit and --apply-chat-template (shared by `run` and `plan`)."""
+    p.add_argument(
+        "--suite",
+        choices=list(SUITES),
+        default="response_bias",
+        help="which suite to run (default: response_bias); --tasks overrides it",
+    )
+    p.add_argument("--tasks", help="lm-eval task names, groups or tags, comma-separated (overrides --suite)")
+    add_cli_arguments(p.add_argument_group("run options (lm-eval --metadata; default: each task's own)"), OPTION_TYPES)
+    p.add_argument("--limit", type=int, help="documents (pairs, questions, tests) per task, for a quick look")
+    p.add_argument("--apply-chat-template", action="store_true")
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register `plan` on the `biasmonkey` CLI's subparsers."""
+    p = subparsers.add_parser(
+        "plan", help="requests, distinct prompts, model sequences and prompt tokens per task and backend (no model)"
+    )
+    add_selection_arguments(p)
+    p.add_argument("--model", help="model folder or hub id whose tokenizer counts tokens (default: bundled SmolLM2)")
+    p.add_argument("--tokenizer", help="tokenizer folder or hub id (overrides --model)")
+    p.add_argument(
+        "--backend",
+        type=parse_backends,
+        default=list(BACKENDS),
+        help=f"comma-separated, or all (default): {', '.join(BACKENDS)} (sglang and local-completions count as vllm)",
+    )
+    p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.set_defaults(func=cmd_plan)

@@ -1,0 +1,243 @@
+"""`biasmonkey run`: a suite through the lm_eval CLI (with biasmonkey's backends), then the summary and the report.
+
+lm-eval runs in a subprocess, through `python -m biasmonkey.harness_ext.lm_eval` (the stock lm_eval
+command line with our model backends registered). Before it starts, this process builds the run's
+requests as lm-eval will (`biasmonkey.harness_ext.plan`, no model) and prints one line: suite,
+tasks, documents, requests, distinct prompts, backend. Options and data problems fail here, with
+one clear message, before a model is loaded.
+
+Resuming: every exact/generate-mode run keeps lm-eval's request cache (`--use_cache`) in
+`<output>/cache/<backend>-<model hash>`; lm-eval's cache key is the request alone, so the path
+carries the model's identity (model, dtype, backend). `--resume` continues an interrupted run from
+it; without `--resume` a stale cache of the same model is removed first. Sampled answers
+(`mode=sample`) are never read back by lm-eval, so a sample-mode run keeps no cache and cannot resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.harness_ext.plan import (
+    DOCUMENT_UNITS,
+    OPTION_TYPES,
+    add_selection_arguments,
+    build_requests,
+    simple_counts,
+    task_spec,
+    tasks_dir,
+)
+from biasmonkey.tasks.options import cli_metadata
+
+__all__ = ["add_subcommand", "cache_path", "cmd_run", "lm_eval_command", "tasks_dir"]
+
+# `--backend` → the lm-eval model it runs.
+LM_EVAL_MODELS = {"hf": "biasmonkey-hf", "server": "biasmonkey-server", "stock-hf": "hf"}
+BACKEND_NOTES = {
+    "hf": "one forward per distinct prompt",
+    "server": "one request per distinct prompt",
+    "stock-hf": "lm-eval's own HF backend",
+}
+LAUNCHER = "biasmonkey.harness_ext.lm_eval"
+# Set for the launcher: it then drops lm-eval's advice to apply the chat template (biasmonkey's raw
+# prompt is the paper's protocol; --apply-chat-template is the documented alternative).
+QUIET_ENV = "BIASMONKEY_RUN"
+SERVER_FLAGS = ("base_url", "server_model", "tokenizer", "num_concurrent", "top_logprobs")
+
+
+def model_args(args: argparse.Namespace, model_path: str | None) -> str:
+    if args.backend == "server":
+        parts = [f"base_url={args.base_url}", f"model={args.server_model}"]
+        parts += [f"tokenizer={args.tokenizer}"] if args.tokenizer else []
+        parts += [f"num_concurrent={args.num_concurrent}"] if args.num_concurrent else []
+        parts += [f"top_logprobs={args.top_logprobs}"] if args.top_logprobs else []
+        return ",".join(parts)
+    return f"pretrained={model_path},dtype={args.dtype}"
+
+
+def _fingerprint(path: Path) -> list[tuple[str, int, int]]:
+    """A local model folder's files (name, size, mtime): a model rewritten in place gets a new cache."""
+    if path.is_file():
+        stat = path.stat()
+        return [(path.name, stat.st_size, stat.st_mtime_ns)]
+    return sorted((f.name, f.stat().st_size, f.stat().st_mtime_ns) for f in path.iterdir() if f.is_file())
+
+
+def model_identity(args: argparse.Namespace, model_path: str | None) -> dict[str, Any]:
+    """What lm-eval's answers depend on besides the request: backend, model (and its files), dtype."""
+    identity: dict[str, Any] = {"backend": LM_EVAL_MODELS[args.backend]}
+    if args.backend == "server":
+        identity.update(
+            base_url=args.base_url, model=args.server_model, tokenizer=args.tokenizer, top_logprobs=args.top_logprobs
+        )
+    else:
+        local = Path(model_path or "")
+        identity.update(model=str(local.resolve()) if local.exists() else model_path, dtype=args.dtype)
+        if local.exists():
+            identity["files"] = _fingerprint(local)
+    return identity
+
+
+def cache_path(args: argparse.Namespace, model_path: str | None) -> Path:
+    """`<output>/cache/<backend>-<model hash>` (lm-eval appends `_rank<N>.db`)."""
+    digest = hashlib.sha256(json.dumps(model_identity(args, model_path), sort_keys=True).encode()).hexdigest()
+    return args.output / "cache" / f"{LM_EVAL_MODELS[args.backend]}-{digest[:12]}"
+
+
+def uses_cache(args: argparse.Namespace) -> bool:
+    """lm-eval never reads sampled answers back from its cache: sample mode keeps none."""
+    return not args.no_cache and args.mode != "sample"
+
+
+def lm_eval_command(args: argparse.Namespace, model_path: str | None) -> list[str]:
+    cmd = [sys.executable, "-m", LAUNCHER, "--model", LM_EVAL_MODELS[args.backend]]
+    cmd += ["--model_args", model_args(args, model_path)]
+    if args.backend != "server":
+        cmd += ["--device", args.device, "--batch_size", str(args.batch_size)]
+    cmd += [
+        "--include_path",
+        str(tasks_dir()),
+        "--tasks",
+        task_spec(args.suite, args.tasks),
+        "--output_path",
+        str(args.output),
+        "--log_samples",
+    ]
+    # Always explicit (even "{}"): the command line shows every task option the run used.
+    cmd += ["--metadata", json.dumps(cli_metadata(args, OPTION_TYPES))]
+    if args.limit is not None:
+        cmd += ["--limit", str(args.limit)]
+    if args.apply_chat_template:
+        cmd += ["--apply_chat_template"]
+    if uses_cache(args):
+        cmd += ["--use_cache", str(cache_path(args, model_path))]
+    return cmd
+
+
+def check_backend_flags(args: argparse.Namespace) -> None:
+    if args.backend == "server":
+        if not (args.base_url and args.server_model):
+            raise ValueError("--backend server needs --base-url URL and --server-model NAME (the served model)")
+        if args.model:
+            raise ValueError("--model is for the hf backends; the server's model is --server-model")
+        import importlib.util
+
+        if importlib.util.find_spec("biasmonkey.harness_ext.lm_eval.backends.served") is None:
+            raise ValueError("the biasmonkey-server backend (harness_ext/lm_eval/backends/served.py) is not installed")
+    else:
+        given = [f"--{name.replace('_', '-')}" for name in SERVER_FLAGS if getattr(args, name)]
+        if given:
+            raise ValueError(f"{', '.join(given)}: only with --backend server")
+    if args.resume and args.no_cache:
+        raise ValueError("--resume reads the request cache; drop --no-cache")
+    if args.resume and args.mode == "sample":
+        raise ValueError(
+            "--resume: a sample-mode run cannot resume (lm-eval never reads sampled answers back from its cache)"
+        )
+
+
+def run_line(args: argparse.Namespace, tasks: list[Any], model_label: str, cache: Path | None) -> str:
+    """The one line `run` prints before lm-eval starts (counts from the plan code, no tokenising)."""
+    documents, requests, prompts = simple_counts(tasks)
+    families = {t.family for t in tasks}
+    unit = DOCUMENT_UNITS[next(iter(families))] if len(families) == 1 and None not in families else "documents"
+    suite = f"tasks {args.tasks}" if args.tasks else f"{args.suite} suite ({task_spec(args.suite, None)})"
+    cached = f"; {'resuming from' if args.resume else 'cache'} {cache}" if cache else ""
+    return (
+        f"biasmonkey run: {suite}: {len(tasks)} task{'s' if len(tasks) != 1 else ''}, "
+        f"{documents:,} {unit}, "
+        f"{requests:,} requests, {prompts:,} distinct prompts; backend {LM_EVAL_MODELS[args.backend]} "
+        f"({BACKEND_NOTES[args.backend]}) on {model_label}{cached}"
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.report import write_report
+    from biasmonkey.harness_ext.summary import response_bias_outputs, write_summary
+
+    check_backend_flags(args)
+    # The run's requests, as lm-eval will build them: bad options and missing data fail here, before lm-eval.
+    tasks = build_requests(task_spec(args.suite, args.tasks), cli_metadata(args, OPTION_TYPES), args.limit)
+    model_path: str | None = None
+    if args.backend != "server":
+        if args.model:
+            model_path = args.model
+        else:
+            from biasmonkey.harness_ext.default_model import ensure_default_model
+
+            model_path = str(ensure_default_model())
+    cache = cache_path(args, model_path) if uses_cache(args) else None
+    cache_files = list(cache.parent.glob(f"{cache.name}_rank*.db")) if cache else []
+    if args.resume and not cache_files:
+        raise ValueError(
+            f"--resume: no request cache at {cache}_rank0.db (the cache is per model, dtype and backend); "
+            "run without --resume"
+        )
+    label = args.server_model if args.backend == "server" else Path(str(model_path)).name or str(model_path)
+    print(run_line(args, tasks, label, cache), flush=True)
+    if not args.resume:
+        for stale in cache_files:
+            stale.unlink()
+
+    env = dict(os.environ, **{QUIET_ENV: "1"})
+    local = (args.tokenizer or args.server_model) if args.backend == "server" else model_path
+    if local and Path(local).exists():  # a local model needs no hub; avoid minutes of network time-outs
+        env.setdefault("HF_HUB_OFFLINE", "1")
+        env.setdefault("HF_DATASETS_OFFLINE", "1")
+    proc = subprocess.run(lm_eval_command(args, model_path), env=env)
+    if proc.returncode != 0:
+        print(f"lm_eval failed with exit code {proc.returncode}", file=sys.stderr)
+        if cache:
+            print(f"Finished requests are kept in {cache}_rank0.db: add --resume to continue", file=sys.stderr)
+        return proc.returncode
+    if response_bias_outputs(args.output):
+        md, csv_path = write_summary(args.output)
+        print(md.read_text())
+        print(f"Summary written to {md} and {csv_path}")
+    report = write_report([args.output], args.output / "report")
+    print(f"Report written to {report} and {report.with_suffix('.html')}")
+    return 0
+
+
+def add_subcommand(subparsers: Any) -> None:
+    """Register `run` on the `biasmonkey` CLI's subparsers."""
+    p = subparsers.add_parser("run", help="run a suite with lm-eval, then write a summary and the report")
+    add_selection_arguments(p)
+    p.add_argument(
+        "--backend",
+        choices=list(LM_EVAL_MODELS),
+        default="hf",
+        help="hf (default): --model biasmonkey-hf, one forward per distinct prompt; server: --model "
+        "biasmonkey-server, an OpenAI-compatible completions server; stock-hf: lm-eval's own --model hf",
+    )
+    p.add_argument("--model", help="HF model folder or hub id (default: the bundled SmolLM2-135M-Instruct)")
+    p.add_argument("--batch-size", default="16")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--dtype", default="float32")
+    server = p.add_argument_group("--backend server")
+    server.add_argument("--base-url", help="the server's OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1")
+    server.add_argument("--server-model", help="the model name the server serves")
+    server.add_argument(
+        "--tokenizer", help="HF tokenizer folder or hub id of the served model (default: --server-model)"
+    )
+    server.add_argument("--num-concurrent", type=int, help="concurrent requests (default: 4)")
+    server.add_argument(
+        "--top-logprobs",
+        type=int,
+        help="top log-probabilities per request where the server cannot return given token ids (default: 20; "
+        "spellings outside them get the imputed floor, counted as imputed_options/imputed_continuations)",
+    )
+    p.add_argument("--output", type=Path, default=Path("results"), help="output folder (default: ./results)")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="continue an interrupted run of the same model, dtype and backend from its request cache",
+    )
+    p.add_argument("--no-cache", action="store_true", help="keep no request cache (the run cannot be resumed)")
+    p.set_defaults(func=cmd_run)

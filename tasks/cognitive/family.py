@@ -1,0 +1,57 @@
+"""The cognitive-bias family's contract: its tasks, the metrics each task reports, its codecs.
+
+A positive score is the biased direction, so lower is better for the scores.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from biasmonkey.tasks.cognitive import codecs
+from biasmonkey.tasks.cognitive.data import BIASES
+from biasmonkey.tasks.cognitive.options import CognitiveOptions
+from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
+from biasmonkey.tasks.contract import Family, Metric, t_test_metrics
+
+
+def task_name(bias: str) -> str:
+    """cognitive_anchoring, … (bias: the slug of one of the 30 published biases)."""
+    return f"cognitive_{bias}"
+
+
+TASKS: dict[str, dict[str, Any]] = {task_name(slug): {"bias": slug} for slug in BIASES}
+
+
+def metrics(options: CognitiveOptions, harness: str, bias: str) -> list[Metric[CognitiveRecord]]:
+    """The mean bias score with its t-test over the tests that did not fail, the failure rate,
+    the random-choice baseline and, in exact mode, the expected score under the model's answer
+    distributions."""
+    table = [
+        *t_test_metrics("score", "n_tests", lambda r: r.score, False),
+        Metric("failure_rate", False, lambda r: r.failure_weight),
+        Metric("random_baseline", False, lambda r: r.random_baseline),
+    ]
+    if options.mode == "exact":
+        table.append(Metric("expected_score", False, lambda r: r.expected_score))
+    return table
+
+
+def docs(options: CognitiveOptions, bias: str) -> list[dict[str, Any]]:
+    return options.task_docs(bias)
+
+
+FAMILY: Family[CognitiveRecord] = Family(
+    name="cognitive",
+    title="Cognitive biases (Malberg et al., 2025)",
+    item="cognitive-bias",
+    tasks=TASKS,
+    options_type=CognitiveOptions,
+    record_type=CognitiveRecord,
+    docs=docs,
+    metrics=metrics,
+    summarize=summarize_records,
+    from_lm_eval=codecs.from_lm_eval,
+    from_inspect=codecs.from_inspect,
+    scorer="cognitive_scorer",
+    inspect_per_epoch=True,
+)

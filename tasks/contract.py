@@ -1,0 +1,169 @@
+"""What every task family declares once, and both harness adapters read.
+
+A family (`tasks/response_bias`, `tasks/yesno`, `tasks/cognitive`) is one `Family` value: its
+record type, its run options, its task table, the metrics it reports (`Metric`: a per-record
+value and how the values are aggregated) and its codecs between records and what each harness
+logs. The lm-eval adapter turns the metric table into a `metric_list` and `process_results`
+values; the Inspect adapter turns it into `@metric`s over decoded records. Nothing here imports
+a harness.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+import numpy as np
+
+from biasmonkey.metrics.statistics import DeltaSummary, summarize_deltas
+
+R = TypeVar("R")
+
+# The task-name rule: a family's task name `acquiescence` is `biasmonkey_acquiescence` in lm-eval
+# and `biasmonkey/acquiescence` in Inspect.
+LM_EVAL_PREFIX = "biasmonkey_"
+INSPECT_PREFIX = "biasmonkey/"
+HARNESSES = ("lm_eval", "inspect")
+
+
+def lm_eval_task_name(name: str) -> str:
+    return LM_EVAL_PREFIX + name
+
+
+def inspect_task_name(name: str) -> str:
+    return INSPECT_PREFIX + name
+
+
+def base_task_name(harness_name: str) -> str | None:
+    """`acquiescence` for `biasmonkey_acquiescence` or `biasmonkey/acquiescence`; None for other tasks."""
+    for prefix in (INSPECT_PREFIX, LM_EVAL_PREFIX):
+        if harness_name.startswith(prefix):
+            return harness_name.removeprefix(prefix)
+    return None
+
+
+# ---------------------------------------------------------------------------- metrics
+
+
+@dataclass(frozen=True)
+class Metric(Generic[R]):
+    """One reported number: `aggregate` over the `value` of every record that has one.
+
+    `value(record)` is a number, None (the record has no value: it is left out), or the record
+    itself for set-level metrics that need whole records (the lm-eval adapter logs it as a dict).
+    `aggregate=None` means the mean, lm-eval's `mean` aggregation, which also gives a stderr;
+    `stderr` asks the Inspect adapter to report `<name>_stderr` too.
+    """
+
+    name: str
+    higher_is_better: bool
+    value: Callable[[R], Any]
+    aggregate: Callable[[list[Any]], float] | None = None
+    stderr: bool = False
+    harnesses: tuple[str, ...] = HARNESSES
+
+    def compute(self, records: Sequence[R]) -> float:
+        """The metric over a list of records, as the harnesses compute it."""
+        values = [v for v in map(self.value, records) if v is not None]
+        if self.aggregate is not None:
+            return float(self.aggregate(values))
+        return float(np.mean(values)) if values else math.nan
+
+
+def mean_stderr(values: Sequence[float]) -> float:
+    """sd (ddof 1) / √n, lm-eval's stderr of a mean; NaN below two values."""
+    return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
+
+
+def _finite_summary(values: Sequence[float]) -> DeltaSummary:
+    return summarize_deltas([v for v in values if math.isfinite(v)])
+
+
+T_TEST_PARTS: dict[str, Callable[[DeltaSummary], float]] = {
+    "t": lambda s: s.t,
+    "p": lambda s: s.p,
+    "ci_low": lambda s: s.ci_low,
+    "ci_high": lambda s: s.ci_high,
+}
+
+
+def t_test_metrics(
+    name: str,
+    count_name: str,
+    value: Callable[[R], float | None],
+    higher_is_better: bool,
+    applies: Callable[[R], bool] | None = None,
+) -> list[Metric[R]]:
+    """The mean of a per-record value (with its stderr) and its one-sample t-test against 0:
+    `<name>`, `<name>_t`, `<name>_p`, `<name>_ci_low`, `<name>_ci_high` and `count_name`, the
+    number of records with a value. A record without one is left out of the mean and enters the
+    other metrics as NaN, which their aggregations skip, so the shortfall shows in the count.
+    Records for which `applies` is false take no part at all (e.g. another perturbation draw)."""
+
+    def mean_value(record: R) -> float | None:
+        return None if applies is not None and not applies(record) else value(record)
+
+    def or_nan(record: R) -> float | None:
+        if applies is not None and not applies(record):
+            return None
+        v = value(record)
+        return math.nan if v is None else v
+
+    def part(get: Callable[[DeltaSummary], float]) -> Callable[[list[float]], float]:
+        return lambda values: get(_finite_summary(values))
+
+    better = {"t": higher_is_better, "p": not higher_is_better, "ci_low": higher_is_better, "ci_high": higher_is_better}
+    return [
+        Metric(name, higher_is_better, mean_value, stderr=True),
+        *(Metric(f"{name}_{suffix}", better[suffix], or_nan, part(get)) for suffix, get in T_TEST_PARTS.items()),
+        Metric(count_name, True, or_nan, lambda values: _finite_summary(values).n),
+    ]
+
+
+def records_metric(name: str, higher_is_better: bool, compute: Callable[[list[R]], float], **kwargs: Any) -> Metric[R]:
+    """A set-level metric computed from whole records."""
+    return Metric(name, higher_is_better, lambda record: record, compute, **kwargs)
+
+
+# ---------------------------------------------------------------------------- families
+
+
+@dataclass(frozen=True)
+class LoggedScore:
+    """One Inspect score as plain data: its value, its own metadata and its sample's metadata."""
+
+    sample_id: str | int
+    value: Any
+    metadata: Mapping[str, Any] | None
+    sample_metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Family(Generic[R]):
+    """Everything the harness adapters, the summaries and the report need to know of a family."""
+
+    name: str  # "response_bias", "yesno", "cognitive"
+    title: str  # for tables and docs
+    item: str  # what one document is, in messages: "pair", "yes-no", "cognitive-bias"
+    tasks: Mapping[str, Mapping[str, Any]]  # task name (no prefix) -> its fixed arguments
+    options_type: type  # an `options.Options` dataclass
+    record_type: type  # with `as_dict()` and the classmethod `from_dict(d)`
+    docs: Callable[..., list[dict[str, Any]]]  # docs(options, **fixed arguments): the harness documents
+    metrics: Callable[..., list[Metric[R]]]  # metrics(options, harness, **fixed arguments)
+    summarize: Callable[[Sequence[R]], Any]
+    from_lm_eval: Callable[[dict[str, Any], list[Any]], R]  # a logged doc and its filtered responses
+    from_inspect: Callable[[LoggedScore], R]  # a (possibly epoch-reduced) score
+    scorer: str  # the Inspect scorer's name
+    inspect_per_epoch: bool = False  # read Inspect logs per epoch (else the epoch-reduced scores)
+    variants: tuple[str, ...] = ()  # tasks outside the family's suite, left out of summaries and reports
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def lm_eval_tasks(self) -> list[str]:
+        return [lm_eval_task_name(name) for name in self.tasks]
+
+
+def reported(family: Family[R], options: Any, harness: str, fixed: Mapping[str, Any]) -> list[Metric[R]]:
+    """The metrics a task of `family` reports in `harness` under `options`."""
+    return [m for m in family.metrics(options, harness, **fixed) if harness in m.harnesses]

@@ -1,0 +1,19 @@
+"""The three task families, and which family a harness task name belongs to."""
+
+from __future__ import annotations
+
+from biasmonkey.tasks.cognitive.family import FAMILY as COGNITIVE
+from biasmonkey.tasks.contract import Family, base_task_name
+from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
+from biasmonkey.tasks.yesno.family import FAMILY as YESNO
+
+__all__ = ["COGNITIVE", "FAMILIES", "RESPONSE_BIAS", "YESNO", "family_of"]
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (RESPONSE_BIAS, YESNO, COGNITIVE)}
+_BY_TASK = {task: family for family in FAMILIES.values() for task in family.tasks}
+
+
+def family_of(task: str) -> Family | None:
+    """The family of a task, named without prefix or as lm-eval (`biasmonkey_…`) or Inspect
+    (`biasmonkey/…`) names it; None for a task that is not ours."""
+    return _BY_TASK.get(task) or _BY_TASK.get(base_task_name(task) or "")
