@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -225,6 +228,34 @@ def test_the_paper_models_can_be_left_out_or_chosen(runs: dict[str, Path], tmp_p
     assert all(r["p_holm"] == "" for r in paper)  # reference values, outside the family
     row = next(r for r in paper if (r["bias"], r["setting"]) == ("acquiescence", "bias"))
     assert float(row["delta"]) == pytest.approx(1.921, abs=1e-3)  # score-samples / TACL Table 4
+
+
+# Runs a biasmonkey command in a fresh interpreter, then prints which harnesses it imported.
+HARNESS_IMPORTS = """
+import json, sys
+from biasmonkey.harness_ext.cli import main
+code = main(sys.argv[1:])
+print("HARNESSES", json.dumps([m for m in ("lm_eval", "inspect_ai") if m in sys.modules]))
+sys.exit(code)
+"""
+
+
+@pytest.mark.parametrize(("source", "imported"), [("lm_eval", []), ("inspect", ["inspect_ai"])])
+def test_reading_logs_imports_only_the_harness_whose_logs_are_read(
+    runs: dict[str, Path], data_dir_with_cognitive_fixture: Path, tmp_path: Path, source: str, imported: list[str]
+) -> None:
+    env = {**os.environ, "BIASMONKEY_DATA_DIR": str(data_dir_with_cognitive_fixture)}
+    for command in (
+        ["report", str(runs[source]), "--out", str(tmp_path / "r"), "--no-baselines"],
+        ["summarize", str(runs[source]), "--out", str(tmp_path / "s")],
+    ):
+        done = subprocess.run(
+            [sys.executable, "-c", HARNESS_IMPORTS, *command], env=env, capture_output=True, text=True, timeout=600
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        (line,) = [x for x in done.stdout.splitlines() if x.startswith("HARNESSES ")]
+        assert json.loads(line.removeprefix("HARNESSES ")) == imported, command[0]
+    assert (tmp_path / "r" / "report.md").is_file() and (tmp_path / "s" / "summary.md").is_file()
 
 
 def test_every_p_value_is_adjusted_over_one_family(report: Path) -> None:
