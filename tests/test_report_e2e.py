@@ -26,6 +26,24 @@ RB_TASKS = ["acquiescence", "acquiescence_key_typo", "odd_even"]
 LIMIT = 6
 
 
+def inspect_run(model: Path, tasks: list[str], log_dir: Path, limit: int) -> None:
+    """Run `tasks` through Inspect's hf/ provider with the raw prompt (no chat template)."""
+    from inspect_ai import eval as inspect_eval
+
+    raw_prompt = yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text())
+    logs = inspect_eval(
+        tasks,
+        model=f"hf/{model}",
+        model_args={"device": "cpu", **raw_prompt},
+        limit=limit,
+        task_args={"top_logprobs": 500},
+        log_dir=str(log_dir),
+        display="none",
+        max_connections=1,
+    )
+    assert all(log.status == "success" for log in logs)
+
+
 @pytest.fixture(scope="module")
 def runs(
     tiny_model: Path, data_dir_with_cognitive_fixture: Path, tmp_path_factory: pytest.TempPathFactory
@@ -61,21 +79,8 @@ def runs(
     finally:
         mp.undo()
 
-    from inspect_ai import eval as inspect_eval
-
     beta = build_tiny_model(root / "beta", seed=1)
-    raw_prompt = yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text())
-    logs = inspect_eval(
-        [f"biasmonkey/{t}" for t in [*RB_TASKS, "yesno_comps"]],
-        model=f"hf/{beta}",
-        model_args={"device": "cpu", **raw_prompt},
-        limit=LIMIT,
-        task_args={"top_logprobs": 500},
-        log_dir=str(root / "inspect"),
-        display="none",
-        max_connections=1,
-    )
-    assert all(log.status == "success" for log in logs)
+    inspect_run(beta, [f"biasmonkey/{t}" for t in [*RB_TASKS, "yesno_comps"]], root / "inspect", LIMIT)
     return {"lm_eval": lm_out, "inspect": root / "inspect", "alpha": tiny_model, "beta": beta, "root": root}
 
 

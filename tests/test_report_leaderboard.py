@@ -8,14 +8,14 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from test_lm_eval_e2e import run_lm_eval
+from test_report_e2e import inspect_run
 from tiny_model import build_tiny_model
 
 from biasmonkey.harness_ext.cli import main
@@ -53,48 +53,11 @@ def runs(
     env_patch = pytest.MonkeyPatch()
     env_patch.setenv("BIASMONKEY_DATA_DIR", str(data))
     try:
-        cmd = [
-            sys.executable,
-            "-m",
-            "lm_eval",
-            "--model",
-            "hf",
-            "--model_args",
-            f"pretrained={tiny_model},dtype=float32",
-            "--device",
-            "cpu",
-            "--batch_size",
-            "8",
-            "--include_path",
-            str(REPO / "tasks"),
-            "--tasks",
-            ",".join(LM_TASKS),
-            "--limit",
-            str(LIMIT),
-            "--metadata",
-            json.dumps({"perturbation_seeds": [1, 2]}),
-            "--output_path",
-            str(root / "lm_eval"),
-            "--log_samples",
-        ]
-        proc = subprocess.run(cmd, cwd=root, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stderr[-4000:]
-
-        from inspect_ai import eval as inspect_eval
-
+        metadata = json.dumps({"perturbation_seeds": [1, 2]})
+        lm_eval_args = ("--limit", str(LIMIT), "--metadata", metadata)
+        run_lm_eval(tiny_model, root / "lm_eval", ",".join(LM_TASKS), *lm_eval_args, cwd=root)
         beta = build_tiny_model(root / "beta", seed=1)
-        raw_prompt = yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text())
-        logs = inspect_eval(
-            INSPECT_TASKS,
-            model=f"hf/{beta}",
-            model_args={"device": "cpu", **raw_prompt},
-            limit=LIMIT,
-            task_args={"top_logprobs": 500},
-            log_dir=str(root / "inspect"),
-            display="none",
-            max_connections=1,
-        )
-        assert all(log.status == "success" for log in logs)
+        inspect_run(beta, INSPECT_TASKS, root / "inspect", LIMIT)
     finally:
         env_patch.undo()
     out = root / "report"
