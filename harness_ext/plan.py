@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.run_checks import positive_int, unknown_tasks
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -129,11 +130,13 @@ def _load_tasks(spec: str, metadata: dict[str, Any]) -> dict[str, Any]:
     from lm_eval.tasks import TaskManager
 
     names = [name.strip() for name in spec.split(",") if name.strip()]
+    ours = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
     try:
-        manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
-        return manager.load(names)["tasks"]
+        return ours.load(names)["tasks"]
     except KeyError:  # a task outside biasmonkey: index lm-eval's own tasks too (slow)
         manager = TaskManager(include_path=str(tasks_dir()), metadata=metadata)
+        if not set(names) <= set(manager.all_tasks):
+            raise unknown_tasks(spec, ours.all_tasks) from None
         return manager.load(names)["tasks"]
 
 
@@ -470,7 +473,7 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tasks", help="lm-eval task names, groups or tags, comma-separated (overrides --suite)")
     add_cli_arguments(p.add_argument_group("run options (lm-eval --metadata; default: each task's own)"), OPTION_TYPES)
-    p.add_argument("--limit", type=int, help="documents (pairs, questions, tests) per task, for a quick look")
+    p.add_argument("--limit", type=positive_int, help="documents (pairs, questions, tests) per task, for a quick look")
     p.add_argument("--apply-chat-template", action="store_true")
 
 

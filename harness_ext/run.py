@@ -16,9 +16,11 @@ it; without `--resume` a stale cache of the same model is removed first. Sampled
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -33,6 +35,23 @@ from biasmonkey.harness_ext.plan import (
     task_spec,
     tasks_dir,
 )
+from biasmonkey.harness_ext.run_checks import (
+    DTYPES,
+    batch_size,
+    cache_entries,
+    check_api_key_env,
+    check_cache,
+    check_device,
+    check_model,
+    check_output,
+    device,
+    env_name,
+    non_negative_int,
+    positive_int,
+    positive_seconds,
+    warn_unused_options,
+)
+from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.options import cli_metadata
 
 __all__ = ["add_subcommand", "cache_path", "cmd_run", "lm_eval_command", "tasks_dir"]
@@ -45,20 +64,36 @@ BACKEND_NOTES = {
     "stock-hf": "lm-eval's own HF backend",
 }
 LAUNCHER = "biasmonkey.harness_ext.lm_eval"
+OPTIONS_BY_FAMILY = {name: family.options_type for name, family in FAMILIES.items()}
 # Set for the launcher: it then drops lm-eval's advice to apply the chat template (biasmonkey's raw
 # prompt is the paper's protocol; --apply-chat-template is the documented alternative).
 QUIET_ENV = "BIASMONKEY_RUN"
-SERVER_FLAGS = ("base_url", "server_model", "tokenizer", "num_concurrent", "top_logprobs")
+SERVER_FLAGS = (
+    "base_url",
+    "server_model",
+    "tokenizer",
+    "num_concurrent",
+    "top_logprobs",
+    "timeout",
+    "max_retries",
+    "api_key_env",
+)
+# The served backend reads the API key from this variable unless --api-key-env names another; the
+# key itself never travels in model_args (lm-eval writes those into its results files).
+DEFAULT_API_KEY_ENV = "BIASMONKEY_API_KEY"
+# After SIGINT/SIGTERM, how long lm-eval gets to stop before it is killed.
+STOP_GRACE_SECONDS = 10.0
 
 
 def model_args(args: argparse.Namespace, model_path: str | None) -> str:
+    """lm-eval's --model_args, as JSON (so that a comma or `=` in a path or name survives)."""
     if args.backend == "server":
-        parts = [f"base_url={args.base_url}", f"model={args.server_model}"]
-        parts += [f"tokenizer={args.tokenizer}"] if args.tokenizer else []
-        parts += [f"num_concurrent={args.num_concurrent}"] if args.num_concurrent else []
-        parts += [f"top_logprobs={args.top_logprobs}"] if args.top_logprobs else []
-        return ",".join(parts)
-    return f"pretrained={model_path},dtype={args.dtype}"
+        values: dict[str, Any] = {"base_url": args.base_url, "model": args.server_model}
+        optional = ("tokenizer", "num_concurrent", "top_logprobs", "timeout", "max_retries", "api_key_env")
+        values.update({name: getattr(args, name) for name in optional if getattr(args, name) is not None})
+    else:
+        values = {"pretrained": model_path, "dtype": args.dtype}
+    return json.dumps(values)
 
 
 def _fingerprint(path: Path) -> list[tuple[str, int, int]]:
@@ -131,7 +166,7 @@ def check_backend_flags(args: argparse.Namespace) -> None:
         if importlib.util.find_spec("biasmonkey.harness_ext.lm_eval.backends.served") is None:
             raise ValueError("the biasmonkey-server backend (harness_ext/lm_eval/backends/served.py) is not installed")
     else:
-        given = [f"--{name.replace('_', '-')}" for name in SERVER_FLAGS if getattr(args, name)]
+        given = [f"--{name.replace('_', '-')}" for name in SERVER_FLAGS if getattr(args, name) is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: only with --backend server")
     if args.resume and args.no_cache:
@@ -157,13 +192,69 @@ def run_line(args: argparse.Namespace, tasks: list[Any], model_label: str, cache
     )
 
 
+def check_inputs(args: argparse.Namespace) -> None:
+    """Everything about the run's inputs that can be known before a model loads."""
+    check_backend_flags(args)
+    check_output(args.output)
+    if args.backend == "server":
+        check_api_key_env(args.api_key_env)
+        if args.tokenizer:
+            check_model(args.tokenizer)
+    else:
+        if args.model:
+            check_model(args.model)
+        check_device(args.device)
+
+
+def resume_hint(cache: Path | None) -> str | None:
+    """The advice after a failed or stopped run: only when the cache holds something to resume from."""
+    if cache is None:
+        return None
+    db = Path(f"{cache}_rank0.db")
+    done = cache_entries(db)
+    if not done:
+        return None
+    return f"{done:,} distinct finished requests are kept in {db}: run the same command with --resume to continue"
+
+
+def run_lm_eval_child(cmd: list[str], env: dict[str, str]) -> int:
+    """Run lm-eval in its own process group. SIGINT and SIGTERM stop it and everything it started:
+    the signal is passed on, and after a grace period the group is killed. Returns lm-eval's exit
+    status, or 128 + the signal's number when this process was stopped (130 SIGINT, 143 SIGTERM)."""
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    received: list[int] = []
+
+    def forward(signum: int, _frame: Any) -> None:
+        received.append(signum)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGINT if signum == signal.SIGINT else signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while True:
+            try:
+                code = proc.wait(timeout=STOP_GRACE_SECONDS if received else None)
+                break
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        with contextlib.suppress(ProcessLookupError):  # anything lm-eval started and left behind
+            os.killpg(proc.pid, signal.SIGKILL)
+    return 128 + received[0] if received else code
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     from biasmonkey.harness_ext.report import write_report
     from biasmonkey.harness_ext.summary import response_bias_outputs, write_summary
 
-    check_backend_flags(args)
+    check_inputs(args)
+    metadata = cli_metadata(args, OPTION_TYPES)
     # The run's requests, as lm-eval will build them: bad options and missing data fail here, before lm-eval.
-    tasks = build_requests(task_spec(args.suite, args.tasks), cli_metadata(args, OPTION_TYPES), args.limit)
+    tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit)
+    warn_unused_options(metadata, (t.family for t in tasks), OPTIONS_BY_FAMILY)
     model_path: str | None = None
     if args.backend != "server":
         if args.model:
@@ -179,6 +270,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             f"--resume: no request cache at {cache}_rank0.db (the cache is per model, dtype and backend); "
             "run without --resume"
         )
+    if args.resume:
+        for db in cache_files:
+            check_cache(db)
     label = args.server_model if args.backend == "server" else Path(str(model_path)).name or str(model_path)
     print(run_line(args, tasks, label, cache), flush=True)
     if not args.resume:
@@ -190,12 +284,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if local and Path(local).exists():  # a local model needs no hub; avoid minutes of network time-outs
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
-    proc = subprocess.run(lm_eval_command(args, model_path), env=env)
-    if proc.returncode != 0:
-        print(f"lm_eval failed with exit code {proc.returncode}", file=sys.stderr)
-        if cache:
-            print(f"Finished requests are kept in {cache}_rank0.db: add --resume to continue", file=sys.stderr)
-        return proc.returncode
+    code = run_lm_eval_child(lm_eval_command(args, model_path), env)
+    if code != 0:
+        stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
+        print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
+        if hint := resume_hint(cache):
+            print(hint, file=sys.stderr)
+        return code
     if response_bias_outputs(args.output):
         md, csv_path = write_summary(args.output)
         print(md.read_text())
@@ -217,21 +312,39 @@ def add_subcommand(subparsers: Any) -> None:
         "biasmonkey-server, an OpenAI-compatible completions server; stock-hf: lm-eval's own --model hf",
     )
     p.add_argument("--model", help="HF model folder or hub id (default: the bundled SmolLM2-135M-Instruct)")
-    p.add_argument("--batch-size", default="16")
-    p.add_argument("--device", default="cpu")
-    p.add_argument("--dtype", default="float32")
+    p.add_argument("--batch-size", type=batch_size, default="16", help="an integer, auto or auto:N (default: 16)")
+    p.add_argument("--device", type=device, default="cpu", help="cpu (default), cuda, cuda:N, mps or xpu")
+    p.add_argument("--dtype", choices=DTYPES, default="float32", help="the model's weights (default: float32)")
     server = p.add_argument_group("--backend server")
     server.add_argument("--base-url", help="the server's OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1")
     server.add_argument("--server-model", help="the model name the server serves")
     server.add_argument(
         "--tokenizer", help="HF tokenizer folder or hub id of the served model (default: --server-model)"
     )
-    server.add_argument("--num-concurrent", type=int, help="concurrent requests (default: 4)")
+    server.add_argument("--num-concurrent", type=positive_int, help="concurrent requests (default: 4)")
     server.add_argument(
         "--top-logprobs",
-        type=int,
+        type=positive_int,
         help="top log-probabilities per request where the server cannot return given token ids (default: 20; "
         "spellings outside them get the imputed floor, counted as imputed_options/imputed_continuations)",
+    )
+    server.add_argument(
+        "--timeout",
+        type=positive_seconds,
+        help="seconds to wait for one answer before retrying (default: the backend's, 120); a hanging server "
+        "fails after timeout × (max retries + 1)",
+    )
+    server.add_argument(
+        "--max-retries",
+        type=non_negative_int,
+        help="retries of a request that timed out, failed with 408/429/5xx or answered malformed JSON (default: 3)",
+    )
+    server.add_argument(
+        "--api-key-env",
+        type=env_name,
+        metavar="VARIABLE",
+        help=f"the environment variable holding the server's API key, sent as a bearer token (default: "
+        f"{DEFAULT_API_KEY_ENV}, when set); the key itself never goes into results, logs or reports",
     )
     p.add_argument("--output", type=Path, default=Path("results"), help="output folder (default: ./results)")
     p.add_argument(

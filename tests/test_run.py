@@ -40,7 +40,8 @@ def lm_eval_results(out: Path) -> list[Path]:
 def test_backends_run_through_the_launcher() -> None:
     hf = command()
     assert hf[1:3] == ["-m", "biasmonkey.harness_ext.lm_eval"]
-    assert value(hf, "--model") == "biasmonkey-hf" and value(hf, "--model_args") == "pretrained=/models/m,dtype=float32"
+    assert value(hf, "--model") == "biasmonkey-hf"
+    assert json.loads(value(hf, "--model_args")) == {"pretrained": "/models/m", "dtype": "float32"}
     assert value(hf, "--tasks") == "biasmonkey" and value(hf, "--batch_size") == "16"
     assert value(command("--backend", "stock-hf"), "--model") == "hf"
 
@@ -59,10 +60,13 @@ def test_backends_run_through_the_launcher() -> None:
         "100",
     )
     assert value(server, "--model") == "biasmonkey-server"
-    assert value(server, "--model_args") == (
-        "base_url=http://127.0.0.1:8000/v1,model=smollm2,tokenizer=HuggingFaceTB/SmolLM2-135M-Instruct,num_concurrent=8,"
-        "top_logprobs=100"
-    )
+    assert json.loads(value(server, "--model_args")) == {
+        "base_url": "http://127.0.0.1:8000/v1",
+        "model": "smollm2",
+        "tokenizer": "HuggingFaceTB/SmolLM2-135M-Instruct",
+        "num_concurrent": 8,
+        "top_logprobs": 100,
+    }
     assert "--device" not in server and "--batch_size" not in server
 
 
@@ -270,7 +274,7 @@ def test_an_interrupted_run_resumes_from_the_cache(
     monkeypatch.setenv("BIASMONKEY_TEST_KILL_AFTER", "20")
     assert main(argv) != 0
     err = capfd.readouterr().err
-    assert "add --resume to continue" in err
+    assert "with --resume to continue" in err
     (db,) = (out / "cache").glob("biasmonkey-hf-*_rank0.db")
     with sqlite3.connect(db) as con:
         (rows,) = con.execute("SELECT COUNT(*) FROM unnamed").fetchone()

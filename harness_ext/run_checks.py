@@ -1,0 +1,208 @@
+"""Checks of `biasmonkey run` / `plan` inputs, made before any model loads.
+
+Each check raises `ValueError` naming the culprit and the fix (the CLI prints it and exits 2), or
+is an argparse `type=` that does the same at parse time. What can only fail later (a server that
+hangs, a model file that is corrupt) is reported by the backends.
+"""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import logging
+import os
+import re
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger("biasmonkey")
+
+DTYPES = ("auto", "float32", "float16", "bfloat16", "float64")
+DEVICE = re.compile(r"^(cpu|mps|cuda(:\d+)?|xpu(:\d+)?)$")
+HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*(/[\w.-]+)?$")
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+# ---------------------------------------------------------------------------- argparse types
+
+
+def positive_int(text: str) -> int:
+    """An integer ≥ 1 (--limit, --num-concurrent, --top-logprobs)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
+def non_negative_int(text: str) -> int:
+    """An integer ≥ 0 (--max-retries)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
+    return value
+
+
+def positive_seconds(text: str) -> float:
+    """Seconds > 0 (--timeout)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text} must be a positive number of seconds")
+    return value
+
+
+def batch_size(text: str) -> str:
+    """lm-eval's batch size: a positive integer, `auto` or `auto:N`."""
+    if re.fullmatch(r"auto(:[1-9]\d*)?", text) or (text.isdigit() and int(text) >= 1):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: use a positive integer, auto, or auto:N")
+
+
+def device(text: str) -> str:
+    if DEVICE.match(text):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r}: use cpu, cuda, cuda:N, mps or xpu")
+
+
+def env_name(text: str) -> str:
+    if ENV_NAME.match(text):
+        return text
+    raise argparse.ArgumentTypeError(f"{text!r} is not an environment variable name")
+
+
+# ---------------------------------------------------------------------------- checks
+
+
+def check_model(model: str) -> None:
+    """A local model folder must hold a `config.json`; anything else must look like a hub id (and be
+    cached when the hub is offline)."""
+    path = Path(model).expanduser()
+    if path.exists():
+        if not path.is_dir():
+            raise ValueError(f"--model {model}: not a model folder (give the folder holding config.json)")
+        if not (path / "config.json").is_file():
+            raise ValueError(f"--model {model}: no config.json in that folder; is it a Hugging Face model folder?")
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise ValueError(f"--model {model}: the folder is not readable")
+        return
+    if model.startswith(("/", ".", "~")) or not HUB_ID.match(model):
+        raise ValueError(f"--model {model}: no such model folder (and not a hub id like org/name)")
+    if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
+        from huggingface_hub import try_to_load_from_cache
+
+        if not isinstance(try_to_load_from_cache(model, "config.json"), str):
+            raise ValueError(
+                f"--model {model}: not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
+                "download it first or give a local folder"
+            )
+
+
+def check_device(name: str) -> None:
+    """A CUDA device that torch cannot see is an error now, not after the model loads."""
+    if not name.startswith("cuda"):
+        return
+    import torch
+
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    index = int(name.partition(":")[2] or 0)
+    if index >= count:
+        raise ValueError(f"--device {name}: torch sees {count} CUDA device(s); use --device cpu")
+
+
+def check_output(output: Path) -> None:
+    """The output folder must be a folder we can write into, or creatable (nothing is created here)."""
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output}: a file is in the way; give a folder")
+    existing = output.absolute()
+    while not existing.exists():
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"--output {output}: {existing} is a file, not a folder; choose another folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"--output {output}: {existing} is not writable; choose another folder")
+
+
+def check_api_key_env(name: str | None) -> None:
+    """An --api-key-env given explicitly must name a variable that is set (its value is never shown)."""
+    if name and not os.environ.get(name):
+        raise ValueError(f"--api-key-env {name}: the environment variable {name} is not set")
+
+
+def unknown_tasks(spec: str, known: Sequence[str]) -> ValueError:
+    """The error for a task spec lm-eval does not know, with the closest biasmonkey names."""
+    names = [n.strip() for n in spec.split(",") if n.strip()]
+    unknown = [n for n in names if n not in known] or names
+    hints = []
+    for name in unknown:
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+        hints.append(f"{name!r}" + (f" (did you mean {', '.join(close)}?)" if close else ""))
+    return ValueError(
+        f"--tasks: unknown task {', '.join(hints)}; `biasmonkey plan --tasks NAME` lists a task's requests, "
+        "and the task names are the `task:` lines of the YAML files in `biasmonkey tasks-dir`"
+    )
+
+
+def warn_unused_options(
+    given: Mapping[str, Any], families: Iterable[str | None], option_types: Mapping[str, type]
+) -> list[str]:
+    """Warn (and return the warnings) for each given run option that no chosen task's family reads."""
+    chosen = sorted({f for f in families if f})
+    warnings = []
+    for name in given:
+        readers = [family for family, cls in option_types.items() if name in {f.name for f in cls.option_fields()}]
+        if not set(readers) & set(chosen):
+            warnings.append(
+                f"--{name.replace('_', '-')} applies to {', '.join(readers) or 'no'} tasks, not to the chosen "
+                f"{', '.join(chosen) or 'non-biasmonkey'} tasks: ignored"
+            )
+    for message in warnings:
+        log.warning("%s", message)
+    return warnings
+
+
+# ---------------------------------------------------------------------------- the request cache
+
+
+def cache_entries(db: Path) -> int:
+    """The number of finished requests in one of lm-eval's cache files (0 if there is none)."""
+    if not db.is_file():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            return int(conn.execute("SELECT count(*) FROM unnamed").fetchone()[0])
+    except sqlite3.Error:
+        return 0
+
+
+def check_cache(db: Path) -> int:
+    """Before resuming: the cache file must be a readable lm-eval cache. Entries that cannot be read
+    back are removed (they are recomputed) and counted; returns that count."""
+    import pickle
+
+    try:
+        with sqlite3.connect(db) as conn:
+            rows = conn.execute("SELECT key, value FROM unnamed").fetchall()
+            bad = []
+            for key, value in rows:
+                try:
+                    pickle.loads(value)
+                except Exception:
+                    bad.append(key)
+            conn.executemany("DELETE FROM unnamed WHERE key = ?", [(k,) for k in bad])
+    except sqlite3.Error as err:
+        raise ValueError(
+            f"--resume: the request cache {db} is corrupt ({err}); delete it, or run without --resume to start over"
+        ) from err
+    if bad:
+        log.warning("%d unreadable entries of %s skipped (they are recomputed)", len(bad), db)
+    return len(bad)
