@@ -1,5 +1,5 @@
 """The `biasmonkey` command line: tasks-dir, score-samples, run, plan, summarize, inspect-eval-set, yesno-compare,
-generate, representativeness."""
+generate, representativeness, data."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 from biasmonkey.harness_ext.cognitive_generate import add_subcommand as add_generate
+from biasmonkey.harness_ext.data_command import add_subcommand as add_data
 from biasmonkey.harness_ext.plan import add_subcommand as add_plan
 from biasmonkey.harness_ext.run import add_subcommand as add_run
 from biasmonkey.harness_ext.run import tasks_dir
@@ -37,7 +38,7 @@ def cmd_score_samples(args: argparse.Namespace) -> int:
 def cmd_summarize(args: argparse.Namespace) -> int:
     from biasmonkey.harness_ext.summary import write_summary
 
-    md, csv_path = write_summary(args.results, args.out, args.uncertainty_side)
+    md, csv_path = write_summary(args.results, args.out, args.uncertainty_side, args.model)
     print(md.read_text())
     print(f"Summary written to {md} and {csv_path}")
     return 0
@@ -185,6 +186,12 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("summarize", help="summary table of an lm-eval output folder (run with --log_samples)")
     p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path, or an Inspect log dir")
     p.add_argument("--out", type=Path, help="where to write summary.md/.csv (default: the results folder)")
+    p.add_argument(
+        "--model",
+        metavar="NAME",
+        help="summarize this model's runs only (its full or short name, or a run's title as the summary shows it); "
+        "default: every run in the folder, each model and each setting of a model in its own table",
+    )
     add_uncertainty_side(p)
     p.set_defaults(func=cmd_summarize)
 
@@ -248,6 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_yesno_compare(sub)
     add_generate(sub)
+    add_data(sub)
     return parser
 
 

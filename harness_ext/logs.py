@@ -5,10 +5,28 @@ One scanner for every reader (summary, report, comparisons). A results path is a
 `samples_<task>_<stamp>.jsonl`), an Inspect log folder, or a single Inspect log (`.eval`/`.json`).
 Reading lm-eval output imports neither harness; Inspect's log reader is imported only when an
 Inspect log is found.
+
+Every output carries its run identity (`Run`): the model and the settings that change its numbers,
+so that no reader mixes two models or two settings of one model. The settings of an output:
+
+- the task's run options as its family reads them (`--metadata` in lm-eval, `-T` in Inspect) that
+  differ from their defaults, except `data_path` (where the checked data files lie);
+- the model arguments except the model itself and those about where and how fast it runs
+  (`NEUTRAL_MODEL_ARGS`);
+- lm-eval: `--limit`, `--gen_kwargs`, `--num_fewshot`, `--apply_chat_template`,
+  `--system_instruction`, `--fewshot_as_multiturn` and seeds other than lm-eval's defaults, read
+  from the `results_<stamp>.json` written with the samples file (same stamp; a samples file without
+  one has the model of its folder and the settings "settings=unknown");
+- Inspect: the model's and the eval's generate config (temperature, seed, …; not the connection
+  settings), `--limit`, `--sample-id`, `--sample-shuffle` and `--epochs` (with its reducer) above 1.
+
+Not settings: the harness and the lm-eval backend (`hf`, `biasmonkey-hf`, …; they give the same
+numbers), batch size, device, concurrency, output and cache paths.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -22,6 +40,86 @@ from biasmonkey.tasks.families import family_of
 SAMPLES_FILE = re.compile(r"^samples_(biasmonkey_[a-z0-9_]+)_(\d{4}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
 RESULTS_FILE = re.compile(r"^results_(\d{4}-\d\d-\d\dT[\d\-.]+)\.json$")
 INSPECT_JSON_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+')  # Inspect writes a JSON log's version first
+# Model arguments that name the model or say where and how fast it runs: not settings.
+NEUTRAL_MODEL_ARGS = frozenset(
+    {
+        "pretrained",
+        "model",
+        "device",
+        "device_map",
+        "batch_size",
+        "max_batch_size",
+        "parallelize",
+        "num_concurrent",
+        "base_url",
+        "max_retries",
+        "timeout",
+        "trust_remote_code",
+    }
+)
+LM_EVAL_SEEDS = {"random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234}  # its defaults
+# Inspect GenerateConfig fields that are about connections, not generation.
+CONNECTION_SETTINGS = frozenset(
+    {
+        "max_retries",
+        "timeout",
+        "attempt_timeout",
+        "stream_idle_timeout",
+        "max_connections",
+        "adaptive_connections",
+        "batch",
+        "cache",
+    }
+)
+
+Settings = tuple[tuple[str, str], ...]  # sorted (name, value as text) pairs
+UNKNOWN_SETTINGS: Settings = (("settings", "unknown"),)  # an lm-eval samples file without its results file
+
+
+def short_name(model: str) -> str:
+    """A readable name: the last path component (hf/org/name, /models/name → name)."""
+    return Path(model.rstrip("/")).name or model
+
+
+def _text(value: Any) -> str:
+    """A setting's value as comparable text (2.0 → "2", [1, 2] → "1,2"; long text → its sha256)."""
+    if isinstance(value, bool):
+        text = str(value).lower()
+    elif isinstance(value, float) and value.is_integer():
+        text = str(int(value))
+    elif isinstance(value, (list, tuple)):
+        text = ",".join(map(_text, value))
+    elif isinstance(value, Mapping):
+        text = json.dumps(value, sort_keys=True, default=str)
+    else:
+        text = str(value)
+    return text if len(text) <= 40 else "sha256:" + hashlib.sha256(text.encode()).hexdigest()[:12]
+
+
+def as_settings(values: Mapping[str, Any]) -> Settings:
+    """Settings from {name: value}, each value as comparable text."""
+    return tuple(sorted((k, _text(v)) for k, v in values.items()))
+
+
+def describe(settings: Settings) -> str:
+    """The settings as text, e.g. "mode=sample, n_samples=3" ("default settings" when there are none)."""
+    return ", ".join(f"{k}={v}" for k, v in settings) or "default settings"
+
+
+@dataclass(frozen=True, order=True)
+class Run:
+    """What makes results comparable: the model and the settings that change its numbers."""
+
+    model: str
+    settings: Settings = ()
+
+    @property
+    def label(self) -> str:
+        """The short model name with its settings, e.g. "tiny (limit=2, mode=sample)"."""
+        return short_name(self.model) + (f" ({describe(self.settings)})" if self.settings else "")
+
+    def __str__(self) -> str:
+        return f"{self.model} ({describe(self.settings)})"
 
 
 @dataclass(frozen=True)
@@ -37,10 +135,15 @@ class TaskOutput:
     config: Mapping[str, Any] = field(
         default_factory=dict, repr=False
     )  # lm-eval's config block or Inspect's model info
+    settings: Settings = ()  # the settings that change its numbers (module docstring)
 
     @property
     def suite(self) -> str:
         return self.family.name
+
+    @property
+    def run(self) -> Run:
+        return Run(self.model, self.settings)
 
     def read_records(self) -> list:
         """The family's records of this output; errors name the file."""
@@ -69,6 +172,8 @@ def read_jsonl_records(path: str | Path, to_record: Callable[[dict, list], Any],
     records = []
     with Path(path).open() as f:
         for line_no, line in enumerate(f, 1):
+            if not line.strip():
+                continue  # a blank line (e.g. a trailing one) holds no sample
             sample = json.loads(line)
             try:
                 records.append(to_record(sample["doc"], sample["filtered_resps"]))
@@ -103,16 +208,76 @@ def records_from_eval_log(path: str | Path, family: Family | None = None) -> lis
     return [family.from_inspect(s) for s in logged_scores(path, family.scorer, family.inspect_per_epoch)]
 
 
+# ---------------------------------------------------------------------------- run identity
+
+
+def _model_args(config: Mapping[str, Any]) -> dict[str, Any]:
+    args = config.get("model_args")
+    if isinstance(args, str):  # "pretrained=...,dtype=..."
+        return dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv)
+    return dict(args) if isinstance(args, Mapping) else {}
+
+
+def task_options(family: Family, values: Mapping[str, Any], harness: str) -> dict[str, Any]:
+    """The family's run options among `values` (harness "lm_eval" or "inspect") that differ from
+    their defaults; the options naming where inputs lie (`data_path`, …) are not among them."""
+    locations = family.options_type.locations
+    defaults = {f.name: f.default for f in family.options_type.option_fields(harness) if f.name not in locations}
+    given = {k: v for k, v in values.items() if k in defaults}
+    try:
+        return family.options_type.from_mapping(given, harness).non_defaults()
+    except (TypeError, ValueError):  # a value the options no longer accept: compare as given
+        return {k: v for k, v in given.items() if v != defaults[k]}
+
+
+def lm_eval_settings(results: Mapping[str, Any], task: str, family: Family) -> dict[str, Any]:
+    """The settings of one task of an lm-eval run, from its results file (module docstring)."""
+    config = results.get("config") or {}
+    settings = {k: v for k, v in _model_args(config).items() if k not in NEUTRAL_MODEL_ARGS and v is not None}
+    settings |= {k: config[k] for k, default in LM_EVAL_SEEDS.items() if config.get(k, default) != default}
+    flags = {
+        "limit": config.get("limit"),
+        "gen_kwargs": config.get("gen_kwargs"),
+        "num_fewshot": (results.get("n-shot") or {}).get(task),
+        "apply_chat_template": bool(results.get("chat_template")),
+        "system_instruction": results.get("system_instruction"),
+        "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
+    }
+    settings |= {k: v for k, v in flags.items() if v}
+    return settings | task_options(family, _task_metadata(results, task), "lm_eval")
+
+
+def inspect_settings(header: Any, family: Family) -> dict[str, Any]:
+    """The settings of an Inspect log, from its header (module docstring)."""
+    ev = header.eval
+    settings = {k: v for k, v in (ev.model_args or {}).items() if k not in NEUTRAL_MODEL_ARGS and v is not None}
+    # the model's generate config, then the eval's (`inspect eval --temperature …`), which wins
+    for config in (ev.model_generate_config, header.plan.config if header.plan else None):
+        generate = config.model_dump(exclude_none=True) if config is not None else {}
+        settings |= {k: v for k, v in generate.items() if k not in CONNECTION_SETTINGS}
+    settings |= {k: v for k in ("limit", "sample_id", "sample_shuffle") if (v := getattr(ev.config, k)) is not None}
+    if (ev.config.epochs or 1) > 1:
+        settings |= {"epochs": ev.config.epochs, "epochs_reducer": ev.config.epochs_reducer}
+    return settings | task_options(family, ev.task_args or {}, "inspect")
+
+
+def one_run(outputs: list[TaskOutput], where: str | Path, how: str) -> list[TaskOutput]:
+    """The outputs, when they are of one run; else an error naming every run and where it is, with `how` to pick one."""
+    runs: dict[Run, set[str]] = {}
+    for out in outputs:
+        runs.setdefault(out.run, set()).add(str(out.path.parent))
+    if len(runs) > 1:
+        listed = "; ".join(f"{run} in {', '.join(sorted(folders))}" for run, folders in sorted(runs.items()))
+        raise ValueError(f"{where} holds the results of {len(runs)} runs, not to be mixed: {listed}. {how}")
+    return outputs
+
+
 # ---------------------------------------------------------------------------- scanning
 
 
 def _model_of_results(results: Mapping[str, Any], folder: Path) -> tuple[str, dict[str, Any]]:
     config = dict(results.get("config") or {})
-    args = config.get("model_args")
-    pretrained = args.get("pretrained") if isinstance(args, dict) else None
-    if isinstance(args, str):  # "pretrained=...,dtype=..."
-        pretrained = dict(kv.split("=", 1) for kv in args.split(",") if "=" in kv).get("pretrained")
-    return str(results.get("model_name") or pretrained or folder.name), config
+    return str(results.get("model_name") or _model_args(config).get("pretrained") or folder.name), config
 
 
 def _reported(task: str) -> Family | None:
@@ -121,33 +286,56 @@ def _reported(task: str) -> Family | None:
     return None if family is None or base_task_name(task) in family.variants else family
 
 
+def _read_results(path: Path) -> dict[str, Any]:
+    try:
+        return json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ValueError(f"{path}: not a readable lm-eval results file ({err})") from err
+
+
 def lm_eval_outputs(root: Path) -> list[TaskOutput]:
-    """Every biasmonkey samples file under an lm-eval output path, with its folder's model."""
-    models: dict[Path, tuple[str, dict[str, Any]]] = {}
+    """Every biasmonkey samples file under an lm-eval output path, with the model and settings of
+    the results file written with it (same stamp)."""
+    results: dict[Path, dict[str, Any]] = {}
     found = []
     for path in sorted(root.rglob("samples_biasmonkey_*.jsonl")):
         m = SAMPLES_FILE.match(path.name)
         family = _reported(m.group(1)) if m else None
         if m is None or family is None:
             continue
-        if path.parent not in models:
-            models[path.parent] = _folder_model(path.parent)
-        model, config = models[path.parent]
-        found.append(TaskOutput(base_task_name(m.group(1)) or "", family, "lm-eval", path, m.group(2), model, config))
+        task, stamp = m.group(1), m.group(2)
+        results_path = path.parent / f"results_{stamp}.json"
+        if results_path.is_file():
+            if results_path not in results:
+                results[results_path] = _read_results(results_path)
+            if _intermediate(results[results_path], task, family):
+                continue  # a step whose outputs feed another run (e.g. free answers before extraction)
+            model, config = _model_of_results(results[results_path], path.parent)
+            settings = as_settings(lm_eval_settings(results[results_path], task, family))
+        else:  # no results file of this run: the folder's model, settings unknown
+            model, config, settings = _folder_model(path.parent), {}, UNKNOWN_SETTINGS
+        found.append(TaskOutput(base_task_name(task) or "", family, "lm-eval", path, stamp, model, config, settings))
     return found
 
 
-def _folder_model(folder: Path) -> tuple[str, dict[str, Any]]:
-    """The model of an lm-eval model folder, from its newest results file (else the folder's name)."""
-    results_files = sorted(
-        (p for p in folder.glob("results_*.json") if RESULTS_FILE.match(p.name)), key=lambda p: p.name
-    )
-    if not results_files:
-        return folder.name, {}
+def _task_metadata(results: Mapping[str, Any], task: str) -> Mapping[str, Any]:
+    """The run options (`--metadata`) of one task, from an lm-eval results file."""
+    return ((results.get("configs") or {}).get(task) or {}).get("metadata") or {}
+
+
+def _intermediate(results: Mapping[str, Any], task: str, family: Family) -> bool:
     try:
-        return _model_of_results(json.loads(results_files[-1].read_text()), folder)
-    except (json.JSONDecodeError, UnicodeDecodeError, AttributeError) as err:
-        raise ValueError(f"{results_files[-1]}: not a readable lm-eval results file ({err})") from err
+        return family.options_type.from_mapping(_task_metadata(results, task), "lm_eval").intermediate()
+    except (TypeError, ValueError):
+        return False
+
+
+def _folder_model(folder: Path) -> str:
+    """The model of an lm-eval model folder, from its newest results file (else the folder's name)."""
+    results_files = sorted(p for p in folder.glob("results_*.json") if RESULTS_FILE.match(p.name))
+    if not results_files:
+        return folder.name
+    return _model_of_results(_read_results(results_files[-1]), folder)[0]
 
 
 def _is_inspect_json(path: Path) -> bool:
@@ -205,6 +393,7 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
                 str(header.eval.created),
                 same_model_as_lm_eval(header.eval.model),
                 info,
+                as_settings(inspect_settings(header, family)),
             )
         )
     return found
@@ -218,16 +407,17 @@ def scan(path: str | Path) -> list[TaskOutput]:
     return ([] if path.is_file() else lm_eval_outputs(path)) + inspect_outputs(path)
 
 
-def run_of(out: TaskOutput) -> tuple[str, str, str]:
-    """What makes one run of a model: the harness, and for lm-eval the model's output folder."""
-    return (out.harness, str(out.path.parent) if out.harness == "lm-eval" else "", out.model)
+def run_of(out: TaskOutput) -> tuple[str, str, Run]:
+    """What makes one run: the harness, for lm-eval the model's output folder, the model and its settings."""
+    return (out.harness, str(out.path.parent) if out.harness == "lm-eval" else "", out.run)
 
 
 def newest(outputs: Iterable[TaskOutput], key: Callable[[TaskOutput], Any] = run_of) -> list[TaskOutput]:
-    """The newest output of each task per `key` (default: per harness, model and lm-eval folder)."""
-    best: dict[tuple[Any, str], TaskOutput] = {}
+    """The newest output of each task per `key` (default: `run_of`); every key holds the model and
+    its settings, so that the newest output of one never hides another's."""
+    best: dict[tuple[Any, Run, str], TaskOutput] = {}
     for out in outputs:
-        k = (key(out), out.task)
+        k = (key(out), out.run, out.task)
         if k not in best or out.stamp > best[k].stamp:
             best[k] = out
     return sorted(best.values(), key=lambda o: (run_of(o), o.task))

@@ -131,13 +131,13 @@ def _load_tasks(spec: str, metadata: dict[str, Any]) -> dict[str, Any]:
 
     names = [name.strip() for name in spec.split(",") if name.strip()]
     ours = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
-    try:
+    if set(names) <= set(ours.all_tasks):
         return ours.load(names)["tasks"]
-    except KeyError:  # a task outside biasmonkey: index lm-eval's own tasks too (slow)
+    if any(not name.startswith("biasmonkey") for name in names):  # another suite's task: index lm-eval's too (slow)
         manager = TaskManager(include_path=str(tasks_dir()), metadata=metadata)
-        if not set(names) <= set(manager.all_tasks):
-            raise unknown_tasks(spec, ours.all_tasks) from None
-        return manager.load(names)["tasks"]
+        if set(names) <= set(manager.all_tasks):
+            return manager.load(names)["tasks"]
+    raise unknown_tasks(spec, ours.all_tasks)
 
 
 def build_requests(
@@ -340,7 +340,7 @@ def _inspect(task: TaskRequests, encoded: Sequence[Encoded]) -> tuple[int | None
         if e.request.context:  # the yes-no tasks' no-context requests are one per model, below
             by_doc[e.request.doc_id].setdefault(e.request.context, len(e.context))
     if task.family == "cognitive":  # two calls per side; the second prompt holds the first answer
-        return 4 * len(by_doc), None
+        return (4 if options.protocol == "two_step" else 2) * len(by_doc), None
     sides = 2 if task.family == "response_bias" else 1
     per_side = options.n_samples if task.family == "response_bias" and options.mode == "sample" else 1
     requests = sides * per_side * len(by_doc)

@@ -23,6 +23,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -130,7 +132,32 @@ def uses_cache(args: argparse.Namespace) -> bool:
     return not args.no_cache and args.mode != "sample"
 
 
-def lm_eval_command(args: argparse.Namespace, model_path: str | None) -> list[str]:
+@dataclass(frozen=True)
+class Step:
+    """One lm-eval invocation of a run: its tasks, output folder and options added to the run's."""
+
+    tasks: str
+    output: Path
+    options: dict[str, Any] = field(default_factory=dict)
+
+
+def lm_eval_steps(args: argparse.Namespace, tasks: list[Any], stamp: str) -> list[Step]:
+    """One lm-eval run, or, where tasks are intermediate (the cognitive two-step protocol's free
+    answers), the other tasks, then the intermediate ones into `<output>/steps/<stamp>`, then the
+    follow-up run that reads them into the output folder."""
+    spec = task_spec(args.suite, args.tasks)
+    staged = [t for t in tasks if t.options is not None and t.options.intermediate()]
+    if not staged:
+        return [Step(spec, args.output)]
+    rest = [t.name for t in tasks if t not in staged]
+    first = args.output / "steps" / stamp
+    follow = {k: v for t in staged for k, v in t.options.follow_up(str(first)).items()}
+    names = ",".join(t.name for t in staged)
+    return [Step(",".join(rest), args.output)] * bool(rest) + [Step(names, first), Step(names, args.output, follow)]
+
+
+def lm_eval_command(args: argparse.Namespace, model_path: str | None, step: Step | None = None) -> list[str]:
+    step = step or Step(task_spec(args.suite, args.tasks), args.output)
     cmd = [sys.executable, "-m", LAUNCHER, "--model", LM_EVAL_MODELS[args.backend]]
     cmd += ["--model_args", model_args(args, model_path)]
     if args.backend != "server":
@@ -139,13 +166,13 @@ def lm_eval_command(args: argparse.Namespace, model_path: str | None) -> list[st
         "--include_path",
         str(tasks_dir()),
         "--tasks",
-        task_spec(args.suite, args.tasks),
+        step.tasks,
         "--output_path",
-        str(args.output),
+        str(step.output),
         "--log_samples",
     ]
     # Always explicit (even "{}"): the command line shows every task option the run used.
-    cmd += ["--metadata", json.dumps(cli_metadata(args, OPTION_TYPES))]
+    cmd += ["--metadata", json.dumps(cli_metadata(args, OPTION_TYPES) | step.options)]
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
     if args.apply_chat_template:
@@ -284,13 +311,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     if local and Path(local).exists():  # a local model needs no hub; avoid minutes of network time-outs
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
-    code = run_lm_eval_child(lm_eval_command(args, model_path), env)
-    if code != 0:
-        stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
-        print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
-        if hint := resume_hint(cache):
-            print(hint, file=sys.stderr)
-        return code
+    steps = lm_eval_steps(args, tasks, time.strftime("%Y%m%dT%H%M%S"))
+    for number, step in enumerate(steps, 1):
+        if len(steps) > 1:
+            print(f"biasmonkey run: lm-eval run {number} of {len(steps)}: {step.tasks} -> {step.output}", flush=True)
+        code = run_lm_eval_child(lm_eval_command(args, model_path, step), env)
+        if code != 0:
+            stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
+            print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
+            if hint := resume_hint(cache):
+                print(hint, file=sys.stderr)
+            return code
     if response_bias_outputs(args.output):
         md, csv_path = write_summary(args.output)
         print(md.read_text())

@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,26 +28,21 @@ ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # ---------------------------------------------------------------------------- argparse types
 
 
-def positive_int(text: str) -> int:
-    """An integer ≥ 1 (--limit, --num-concurrent, --top-logprobs)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
+def _int_at_least(minimum: int, words: str) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} must be {words}")
+        return value
+
+    return parse
 
 
-def non_negative_int(text: str) -> int:
-    """An integer ≥ 0 (--max-retries)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must be 0 or more")
-    return value
+positive_int = _int_at_least(1, "at least 1")  # --limit, --num-concurrent, --top-logprobs
+non_negative_int = _int_at_least(0, "0 or more")  # --max-retries
 
 
 def positive_seconds(text: str) -> float:

@@ -5,8 +5,13 @@ files or Inspect logs), never from printed aggregates. The units of the comparis
 `--unit domain` (the default, as the authors' `instructvbase_stats.py` did), one (model pair,
 set) for COMPS, Arith and bAbI and one (model pair, EWoK domain) for EWoK, the domains' biases
 computed from the EWoK task's items; with `--unit task`, one (model pair, task) per task. Per row:
-mean |bias| of base and instruct models, their mean difference, the paired effect size d_z and
-the paired t-test (`biasmonkey.metrics.yesno.instruction_tuning_effect`).
+mean |bias| of base and instruct models, their mean difference (negative: the instruct models are
+less biased), the paired effect size d_z (positive: less biased, the paper's Table 1 sign) and the
+paired t-test (`biasmonkey.metrics.yesno.instruction_tuning_effect`).
+
+Each folder must hold one run (one model, one setting; `biasmonkey.harness_ext.logs.Run`), and
+the base and instruct runs of a pair must cover the same items of each compared task: otherwise the
+comparison is refused, naming what is missing.
 """
 
 from __future__ import annotations
@@ -16,11 +21,11 @@ import json
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.logs import TaskOutput, newest, scan
+from biasmonkey.harness_ext.logs import TaskOutput, newest, one_run, scan
 from biasmonkey.metrics.yesno import instruction_tuning_effect
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import YESNO
@@ -31,64 +36,89 @@ UNITS = ("domain", "task")
 
 
 def latest_yesno_outputs(output_dir: Path) -> dict[str, TaskOutput]:
-    """Newest output (lm-eval samples file or Inspect log) of each yes-no task under a folder."""
+    """Newest output (lm-eval samples file or Inspect log) of each yes-no task of the one run (model
+    and settings) under a folder; a folder with several runs is an error that names them."""
     found = newest((o for o in scan(output_dir) if o.suite == "yesno"), key=lambda o: None)
-    return {f"biasmonkey_{o.task}": o for o in found}
+    how = "Give each --pair folder one run: lm-eval writes one folder per model, <output>/<model>."
+    return {f"biasmonkey_{o.task}": o for o in one_run(found, output_dir, how)}
+
+
+def yesno_records(output_dir: Path) -> dict[str, list[ItemRecord]]:
+    """{task: its item records} of the one run of yes-no tasks under a folder."""
+    outputs = latest_yesno_outputs(output_dir)
+    if not outputs:
+        raise ValueError(
+            f"{output_dir}: no samples_biasmonkey_yesno_*.jsonl files or yes-no Inspect logs (run lm_eval with --log_samples)"
+        )
+    return {task: out.read_records() for task, out in sorted(outputs.items())}
 
 
 def _bias(records: Sequence[ItemRecord], correction: str) -> float:
     return float(getattr(summarize(records), CORRECTIONS[correction]))
 
 
-def unit_biases(output_dir: Path, correction: str = "base", unit: str = "domain") -> dict[str, dict[str, float]]:
-    """{row: {unit: bias}} of the yes-no tasks in a folder. unit "task": every task is its own row
-    and unit; unit "domain": the EWoK tasks' units are their domains, the per-domain tasks are
-    left out (their items are the EWoK task's), every other set is one unit."""
-    outputs = latest_yesno_outputs(output_dir)
-    if not outputs:
-        raise ValueError(
-            f"{output_dir}: no samples_biasmonkey_yesno_*.jsonl files or yes-no Inspect logs (run lm_eval with --log_samples)"
-        )
+def unit_biases(
+    records: Mapping[str, Sequence[ItemRecord]], correction: str = "base", unit: str = "domain"
+) -> dict[str, dict[str, float]]:
+    """{row: {unit: bias}} of one run's yes-no tasks ({task: records}). unit "task": every task is
+    its own row and unit; unit "domain": the EWoK tasks' units are their domains, the per-domain
+    tasks are left out (their items are the EWoK task's), every other set is one unit."""
     rows: dict[str, dict[str, float]] = {}
-    for task, out in sorted(outputs.items()):
-        records = out.read_records()
-        if unit == "task":
-            rows[task] = {task: _bias(records, correction)}
-        elif records[0].dataset == "ewok":
-            if YESNO.tasks.get(base_task_name(task), {}).get("domain"):
-                continue  # a per-domain task (its name says so; a --limit run may hold one domain only)
+    for task, items in sorted(records.items()):
+        if unit == "task" or items[0].dataset != "ewok":
+            rows[task] = {task: _bias(items, correction)}
+        elif not YESNO.tasks.get(base_task_name(task), {}).get("domain"):
+            # (a per-domain task is skipped: its name says so; a --limit run may hold one domain only)
             by_domain: dict[str, list[ItemRecord]] = defaultdict(list)
-            for r in records:
+            for r in items:
                 by_domain[str(r.domain)].append(r)
-            rows[task] = {domain: _bias(items, correction) for domain, items in sorted(by_domain.items())}
-        else:
-            rows[task] = {task: _bias(records, correction)}
+            rows[task] = {domain: _bias(group, correction) for domain, group in sorted(by_domain.items())}
     return rows
+
+
+def _few(ids: set[str], n: int = 3) -> str:
+    shown = sorted(ids)[:n]
+    return ", ".join(shown) + (", …" if len(ids) > n else "")
+
+
+def item_differences(
+    pair: tuple[Path, Path], records: tuple[Mapping[str, Sequence[ItemRecord]], ...], tasks: Iterable[str]
+) -> list[str]:
+    """Per task where the base and instruct runs (`records`, of the folders in `pair`) differ: how
+    many of the other's items each lacks, and which (a few ids)."""
+    problems = []
+    for task in tasks:
+        sides = [(folder, {r.id for r in run[task]}) for folder, run in zip(pair, records)]
+        for (folder, own), (other, theirs) in (sides[::-1], sides):
+            if missing := theirs - own:
+                problems.append(
+                    f"{task}: {folder} lacks {len(missing)} of the {len(theirs)} items of {other} ({_few(missing)})"
+                )
+    return problems
 
 
 def compare_dirs(
     pairs: Sequence[tuple[Path, Path]], correction: str = "base", unit: str = "domain"
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per task found in every folder, and the tasks left out because some folder lacks them."""
+    """One row per task found in every folder, and the tasks left out because some folder lacks them.
+    Every folder must hold one run, and a pair's two runs the same items of each compared task."""
     if not pairs:
         raise ValueError("give at least one --pair BASE_DIR INSTRUCT_DIR")
     if unit not in UNITS:
         raise ValueError(f"--unit {unit!r} is invalid; use one of {', '.join(UNITS)}")
-    biases = [
-        (unit_biases(base, correction, unit), unit_biases(instruct, correction, unit)) for base, instruct in pairs
-    ]
-    all_tasks = set().union(*(set(b) | set(i) for b, i in biases))
-    common = sorted(set.intersection(*(set(b) & set(i) for b, i in biases)))
+    records = [tuple(yesno_records(folder) for folder in pair) for pair in pairs]
+    biases = [unit_biases(r, correction, unit) for pair in records for r in pair]
+    all_tasks = set().union(*biases)
+    common = sorted(set.intersection(*(set(b) for b in biases)))
+    if problems := [p for pair, recs in zip(pairs, records) for p in item_differences(pair, recs, common)]:
+        raise ValueError(
+            "the base and instruct runs do not cover the same items, so their biases cannot be compared (run both "
+            "models on the same items: the same --limit and data):\n  " + "\n  ".join(problems)
+        )
     rows = []
     for task in common:
-        base, instruct = [], []
-        for b, i in biases:
-            if set(b[task]) != set(i[task]):
-                raise ValueError(
-                    f"{task}: the base and instruct runs hold different EWoK domains: {sorted(b[task])}, {sorted(i[task])}"
-                )
-            base += [b[task][u] for u in sorted(b[task])]
-            instruct += [i[task][u] for u in sorted(b[task])]
+        base = [b[task][u] for b in biases[0::2] for u in sorted(b[task])]
+        instruct = [i[task][u] for i in biases[1::2] for u in sorted(i[task])]
         effect = instruction_tuning_effect(base, instruct)
         rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), **effect.as_dict()})
     return rows, sorted(all_tasks - set(common))
@@ -110,8 +140,9 @@ def cmd_yesno_compare(args: argparse.Namespace) -> int:
         return 0
     print(
         f"{args.correction} bias, one unit per model pair and {'EWoK domain / set' if args.unit == 'domain' else 'task'}; "
-        "mean diff = mean(|b_instruct| − |b_base|), Cohen's d_z = mean diff / SD of the differences "
-        "(< 0: the instruct models are less biased), p: paired t-test"
+        "mean diff = mean(|b_instruct| − |b_base|) (< 0: the instruct models are less biased), "
+        "Cohen's d_z = −mean diff / SD of the differences (> 0: less biased, the paper's Table 1 sign), "
+        "p: paired t-test"
     )
     print(f"{'task':<48}{'units':>6}{'|b| base':>10}{'|b| inst':>10}{'mean diff':>11}{'d':>8}{'p':>8}")
     for r in rows:

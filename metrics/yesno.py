@@ -11,19 +11,24 @@ Other conventions (e.g. "a tie is No") would bias the measurement they are meant
 - bias = (#yes − #no) / N ∈ [−1, 1]; accuracy = #correct / N.
 - Generic correction: subtract the no-context (BOS only) answer log-probabilities:
   yes − yes₀ against no − no₀.
-- Specific correction: k stratified folds (seeded); each item is predicted once, from
-  c = mean over the items of the other folds of (yes − no)/2, as yes − c against no + c.
+- Specific correction: k folds, made as the authors' code makes them (`authors_folds`); each item
+  in a fold is predicted once, from its log-probabilities minus their means over the items of the
+  other folds: yes − mean(yes) against no − mean(no), i.e. the margin yes − no against its mean.
+  An item in no fold (EWoK's last items that fill no block of 4) gets no corrected answer: like
+  the authors' `extract_stats.py`, Specific accuracy counts it as wrong (its denominator is all
+  N items) and Specific bias leaves it out (its denominator is the items with an answer).
 - Δ% (the paper's Table 2) is a relative change in percent, not a difference in points:
   100 · (corrected − base) / base; −100 % bias = bias removed, below −100 % = over-corrected.
   NaN when the base value is 0.
 - Instruction tuning (Table 1; `instruction_tuning_effect`): one unit per (model pair, task) or
   per (model pair, EWoK domain); per unit the change in bias magnitude |b_instruct| − |b_base|
-  (negative = the instruct model is less biased); Cohen's d is the paired d_z = mean of those
-  differences / their SD (ddof=1), negative for a reduction; p from a paired t-test of
-  |b_instruct| against |b_base|. This is the authors' definition (their
+  (the paper's "Mean Diff.": negative = the instruct model is less biased); Cohen's d is the
+  paired d_z = mean(|b_base| − |b_instruct|) / SD of the differences (ddof=1), **positive for a
+  reduction**, as the paper's Table 1 prints it; p from a paired t-test of |b_instruct| against
+  |b_base|. Units, differences and d_z are the authors' (their
   `plotting-tables-scripts/instructvbase_stats.py`, results in `outputs/Mar-18-2025/
-  bias_analysis_summary.csv`). (An earlier version of biasmonkey divided by the pooled SD of the
-  two groups instead, which gives +1.643 where the authors report −1.053 for zero-shot COMPS.)
+  bias_analysis_summary.csv`), except the sign of d: their script divides the negative mean
+  difference (−1.053 for zero-shot COMPS), their paper prints reductions as positive d.
 
 Multiple-choice answer position (the authors' MMLU study, `logprobs_mcq.py`): `logprobs` is an
 (items × 4) array of the letters' answer log-probabilities (each the log-sum-exp of "A" and " A",
@@ -43,7 +48,10 @@ import numpy as np
 from scipy import stats
 
 K_FOLDS = 5
-SEED = 0
+# random_state of the authors' StratifiedKFold (COMPS, Arith, bAbI; `balanced_folds_maker.py`).
+SEED = 42
+EWOK_BLOCK = 4  # the authors' EWoK folds are made of consecutive blocks of 4 rows
+AUTHORS_DATASETS = ("comps", "arith", "babi", "ewok")
 
 ArrayLike = Sequence[float] | np.ndarray
 
@@ -93,41 +101,85 @@ def generic_correction(yes: ArrayLike, no: ArrayLike, null_yes: float, null_no: 
     return y - null_yes, n - null_no
 
 
-def stratified_folds(gold_yes: ArrayLike, k: int = K_FOLDS, seed: int = SEED) -> np.ndarray:
-    """Fold index (0..k−1) per item: each class shuffled with `seed`, then dealt out in turn.
+def stratified_kfold(labels: Sequence[object] | np.ndarray, k: int = K_FOLDS, seed: int = SEED) -> np.ndarray:
+    """Test fold per item of scikit-learn's `StratifiedKFold(k, shuffle=True, random_state=seed)`.
 
-    Folds differ in size by at most one, and so does each class's count per fold.
+    Reproduced with numpy, number for number (`tests/test_yesno_metrics.py` compares it with
+    scikit-learn where that is installed): classes are numbered by first appearance; fold f
+    takes, of each class, as many items as the class has among positions f, f + k, f + 2k, … of
+    the labels sorted by class number; each class's fold labels, in fold order, are shuffled in
+    place by one `RandomState(seed)`, class by class, and given to its items in file order.
+    Unlike scikit-learn, it does not refuse classes smaller than k (some folds are then empty).
     """
     if k < 2:
         raise ValueError(f"need at least 2 folds, got k={k}")
-    gold = np.asarray(gold_yes, dtype=bool)
-    rng = np.random.default_rng(seed)
-    order = np.concatenate([rng.permutation(np.flatnonzero(gold == cls)) for cls in (True, False)])
-    folds = np.empty(gold.size, dtype=int)
-    folds[order] = np.arange(gold.size) % k
+    values = np.asarray(labels)
+    _, first, inverse = np.unique(values, return_index=True, return_inverse=True)
+    code = np.argsort(np.argsort(first))[inverse.reshape(-1)]  # class number by first appearance
+    n_classes = first.size
+    ranked = np.sort(code)
+    per_fold = np.array([np.bincount(ranked[f::k], minlength=n_classes) for f in range(k)])
+    rng = np.random.RandomState(seed)
+    folds = np.empty(values.size, dtype=int)
+    for c in range(n_classes):
+        labels_c = np.repeat(np.arange(k), per_fold[:, c])
+        rng.shuffle(labels_c)
+        folds[code == c] = labels_c
     return folds
 
 
-def specific_offsets(yes: ArrayLike, no: ArrayLike, folds: ArrayLike) -> np.ndarray:
-    """Per item c = mean of (yes − no)/2 over the items outside its fold (NaN if there are none)."""
-    y, n = _arrays(yes, no)
-    folds = np.asarray(folds)
-    half_margin = (y - n) / 2
-    c = np.full(y.size, math.nan)
-    for f in np.unique(folds):
-        inside = folds == f
-        if (~inside).any():
-            c[inside] = half_margin[~inside].mean()
-    return c
+def block_folds(n: int, k: int = K_FOLDS, block: int = EWOK_BLOCK) -> np.ndarray:
+    """The authors' EWoK folds: consecutive blocks of `block` items, dealt into k consecutive
+    folds as `np.array_split` splits the blocks (the first blocks % k folds get one more block).
+    Items after the last whole block are in no fold (−1)."""
+    if k < 2:
+        raise ValueError(f"need at least 2 folds, got k={k}")
+    blocks = n // block
+    sizes = [blocks // k + (f < blocks % k) for f in range(k)]
+    folds = np.full(n, -1, dtype=int)
+    folds[: blocks * block] = np.repeat(np.repeat(np.arange(k), sizes), block)
+    return folds
+
+
+def authors_folds(gold_yes: ArrayLike, dataset: str, k: int = K_FOLDS, seed: int = SEED) -> np.ndarray:
+    """Fold index per item, in file order, as the authors' `logprobs_yesno.py` makes it.
+
+    dataset "comps", "arith", "babi": `StratifiedKFold(k, shuffle=True, random_state=seed)` on the
+    gold answers (`stratified_kfold`); "ewok" (the items of one domain file): consecutive blocks
+    of 4 items in k consecutive folds (`block_folds`; `seed` is not used). A negative index marks
+    an item in no fold.
+    """
+    gold = np.asarray(gold_yes, dtype=bool)
+    if dataset == "ewok":
+        return block_folds(gold.size, k)
+    if dataset in AUTHORS_DATASETS:
+        return stratified_kfold(gold, k, seed)
+    raise ValueError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(AUTHORS_DATASETS)}")
 
 
 def specific_correction(
-    yes: ArrayLike, no: ArrayLike, gold_yes: ArrayLike, k: int = K_FOLDS, seed: int = SEED
+    yes: ArrayLike, no: ArrayLike, folds: ArrayLike, groups: Sequence[object] | None = None
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Corrected (yes − c, no + c), each item calibrated on the other folds."""
+    """Corrected (yes − mean yes, no − mean no), the means over the calibration items: those of
+    the same group (e.g. EWoK domain) in the other folds, taken fold by fold in file order as the
+    authors concatenate them. NaN for an item in no fold (negative index) or without calibration items."""
     y, n = _arrays(yes, no)
-    c = specific_offsets(y, n, stratified_folds(gold_yes, k, seed))
-    return y - c, n + c
+    folds = np.asarray(folds, dtype=int)
+    labels = [0] * y.size if groups is None else list(groups)
+    number = {g: i for i, g in enumerate(dict.fromkeys(labels))}
+    group = np.array([number[g] for g in labels], dtype=int)
+    if folds.shape != y.shape or group.shape != y.shape:
+        raise ValueError(f"{folds.size} fold and {group.size} group labels for {y.size} items")
+    cy, cn = np.full(y.size, math.nan), np.full(y.size, math.nan)
+    for g in np.unique(group):
+        fold_ids = np.unique(folds[(group == g) & (folds >= 0)])
+        for f in fold_ids:
+            others = [np.flatnonzero((group == g) & (folds == h)) for h in fold_ids if h != f]
+            if others:
+                calib, inside = np.concatenate(others), (group == g) & (folds == f)
+                cy[inside] = y[inside] - y[calib].mean()
+                cn[inside] = n[inside] - n[calib].mean()
+    return cy, cn
 
 
 def relative_change(base: float, corrected: float) -> float:
@@ -157,8 +209,8 @@ class YesNoSummary:
     accuracy: float
     bias_generic: float  # NaN without no-context log-probabilities
     accuracy_generic: float
-    bias_specific: float  # NaN with fewer than two items
-    accuracy_specific: float
+    bias_specific: float  # over the items with a corrected answer; NaN if there are none
+    accuracy_specific: float  # correct corrected answers / n
     delta_pct_bias_generic: float
     delta_pct_accuracy_generic: float
     delta_pct_bias_specific: float
@@ -175,13 +227,15 @@ def summarize_yesno(
     no: ArrayLike,
     gold_yes: ArrayLike,
     null: tuple[float, float] | None = None,
-    k: int = K_FOLDS,
-    seed: int = SEED,
+    folds: ArrayLike | None = None,
+    groups: Sequence[object] | None = None,
 ) -> YesNoSummary:
     """Base, Generic and Specific bias and accuracy of one task, with Δ% and the P(yes) view.
 
     `null` = (yes₀, no₀), the no-context answer log-probabilities (None: no Generic numbers).
-    Item order matters only through the fold draw: pass items in a fixed order (e.g. by id).
+    `folds`, `groups`: the Specific correction's fold per item (negative: in no fold) and the
+    groups calibrated separately (see `specific_correction`); default: one group in the authors'
+    COMPS folds, `stratified_kfold(gold_yes)`, which depend on the item order (pass file order).
     """
     y, n = _arrays(yes, no)
     gold = np.asarray(gold_yes, dtype=bool)
@@ -198,8 +252,11 @@ def summarize_yesno(
     gen_bias = gen_acc = spec_bias = spec_acc = math.nan
     if null is not None:
         gen_bias, gen_acc = scored(*generic_correction(y, n, *null))
-    if y.size >= 2:
-        spec_bias, spec_acc = scored(*specific_correction(y, n, gold, k, seed))
+    cy, cn = specific_correction(y, n, stratified_kfold(gold) if folds is None else folds, groups)
+    answered = ~np.isnan(cy)
+    if answered.any():  # items without a corrected answer: out of the bias, wrong in the accuracy
+        v = votes(cy[answered], cn[answered])
+        spec_bias, spec_acc = bias(v), float(correctness(v, gold[answered]).sum() / y.size)
     py = p_yes(y, n)
     return YesNoSummary(
         n=int(y.size),
@@ -235,8 +292,10 @@ class InstructionTuningEffect:
     mean_abs_instruct: float
     mean_difference: float  # mean of |b_instruct| − |b_base|; negative = instruct less biased
     sd_difference: float  # SD (ddof=1) of the per-unit differences; NaN below 2 units
-    cohens_d: float  # paired d_z = mean_difference / sd_difference; NaN below 2 units or SD 0
-    t: float  # paired t-test of |b_instruct| vs |b_base| (scipy.stats.ttest_rel)
+    # paired d_z = −mean_difference / sd_difference: POSITIVE = instruct less biased (the paper's
+    # sign; the authors' script gives the opposite); NaN below 2 units or SD 0
+    cohens_d: float
+    t: float  # paired t-test of |b_instruct| vs |b_base| (scipy.stats.ttest_rel): negative = less biased
     p_value: float  # two-sided; NaN below 2 units or when all differences are equal
     df: int
     percent_reduction: float  # 100 · (mean_abs_base − mean_abs_instruct) / mean_abs_base
@@ -250,9 +309,14 @@ def instruction_tuning_effect(base_bias: ArrayLike, instruct_bias: ArrayLike) ->
 
     `base_bias[i]` and `instruct_bias[i]` are the signed biases of one unit: a model pair on one
     task (or one EWoK domain). Magnitudes are compared, since biases of either sign are biases.
-    The sign convention follows the authors' code: negative mean difference and negative d mean
-    the instruction-tuned models are less biased (the CogSci paper's Table 1 prints reductions
-    as positive d). Works as well for any other non-negative bias score (e.g. MMLU RStd).
+
+    Signs as in the paper's Table 1 (Bhatt & Ivanova, 2025): `mean_difference` (and `t`) is
+    |b_instruct| − |b_base|, negative when the instruction-tuned models are less biased, and
+    `cohens_d` = mean(|b_base| − |b_instruct|) / SD of the differences, positive when they are
+    less biased ("d ≥ 0.8: a large bias reduction"). The authors' `instructvbase_stats.py`
+    divides the mean difference itself, so its d has the opposite sign (−1.053 for zero-shot
+    COMPS where this gives +1.053). Works as well for any other non-negative bias score (e.g.
+    MMLU RStd).
     """
     b, i = (np.abs(a) for a in _arrays(base_bias, instruct_bias))
     if not (np.all(np.isfinite(b)) and np.all(np.isfinite(i))):
@@ -264,7 +328,7 @@ def instruction_tuning_effect(base_bias: ArrayLike, instruct_bias: ArrayLike) ->
     if n >= 2:
         sd = float(diff.std(ddof=1))
         if np.ptp(diff) > 0:  # equal differences: the test and d_z are undefined, not infinite
-            d = float(diff.mean() / sd)
+            d = float((b - i).mean() / sd)  # the paper's sign: a reduction is positive
             res = stats.ttest_rel(i, b)
             t, p = float(res.statistic), float(res.pvalue)
     base_mean = _mean_or_nan(b)

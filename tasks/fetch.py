@@ -4,6 +4,10 @@ Every task family keeps its upstream files out of the package. A file is taken f
 `$BIASMONKEY_DATA_DIR/<local path>` when that variable is set (it must be there and match its
 sha256), otherwise it is downloaded once from its pinned URL, checked against its sha256 and
 cached under `cache_root()/data/<cache path>`. A cached copy is re-verified on every use.
+
+`pinned_files()` lists every pinned file of every family; `fill_cache` downloads (or copies from a
+local folder) and verifies them all into the cache, and `cache_status` says which are there
+(`biasmonkey data fetch` / `biasmonkey data status`).
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ import os
 import tempfile
 import urllib.error
 import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from biasmonkey.tasks.cache import cache_root
@@ -82,8 +88,12 @@ def download(url: str, dest: Path, expected: str, upstream: str) -> None:
             f"checksum mismatch for {dest.name} downloaded from {url}: sha256 {actual}, expected {expected} "
             f"(upstream {upstream}); not cached"
         )
+    _write_atomic(dest, payload)
+
+
+def _write_atomic(dest: Path, payload: bytes) -> None:
+    """Write then rename, so an interrupted write never leaves a partial file in the cache."""
     dest.parent.mkdir(parents=True, exist_ok=True)
-    # Write then rename, so an interrupted download never leaves a partial file in the cache.
     with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
         try:
             tmp.write(payload)
@@ -92,3 +102,96 @@ def download(url: str, dest: Path, expected: str, upstream: str) -> None:
             Path(tmp.name).unlink(missing_ok=True)
             raise
     Path(tmp.name).replace(dest)
+
+
+# ---------------------------------------------------------------------------- every pinned file
+
+
+@dataclass(frozen=True)
+class PinnedFile:
+    """One pinned upstream file, with the same paths and URL that its family's resolver uses."""
+
+    local_path: str  # under $BIASMONKEY_DATA_DIR, e.g. "yesno/compsynq-data.zip"
+    cache_path: str  # under cache_root()/data, e.g. "yesno/48591bb20f6d/compsynq-data.zip"
+    url: str
+    sha256: str
+    upstream: str  # "owner/repo@commit", for messages
+
+    def cached(self, cache_dir: Path | None = None) -> Path:
+        """Where the file is kept in the cache (`cache_root(cache_dir)/data/<cache path>`)."""
+        return cache_root(cache_dir) / "data" / self.cache_path
+
+
+def pinned_files() -> list[PinnedFile]:
+    """Every pinned file of every task family, with the download URLs as currently configured
+    (the families' URL overrides apply). The cognitive-bias tests come from the Hugging Face Hub
+    through `datasets` and are not listed."""
+    # Imported here: the families import this module.
+    from biasmonkey.tasks.cognitive.generation import generate
+    from biasmonkey.tasks.response_bias import data, published_samples
+    from biasmonkey.tasks.yesno import data as yesno
+
+    files = []
+    commit = data.UPSTREAM_COMMIT[:12]
+    origin = f"{data.UPSTREAM_REPO}@{data.UPSTREAM_COMMIT[:7]}"
+    base = os.environ.get(data.BASE_URL_ENV, data.DEFAULT_BASE_URL).rstrip("/")
+    for name, (upstream_path, sha) in data.FILES.items():
+        files.append(
+            PinnedFile(f"biasmonkey/{name}", f"biasmonkey/{commit}/{name}", f"{base}/{upstream_path}", sha, origin)
+        )
+    for name, sha in published_samples.SHA256.items():
+        model, file = name.split("/")
+        url = f"{base}/results/{model}/csv/{file}"
+        files.append(PinnedFile(f"biasmonkey/samples/{name}", f"biasmonkey/{commit}/samples/{name}", url, sha, origin))
+    base = os.environ.get(yesno.BASE_URL_ENV, yesno.DEFAULT_BASE_URL).rstrip("/")
+    for spec in yesno.ZIPS.values():
+        cache_path = f"yesno/{yesno.UPSTREAM_COMMIT[:12]}/{spec.name}"
+        files.append(PinnedFile(f"yesno/{spec.name}", cache_path, f"{base}/{spec.name}", spec.sha256, yesno.UPSTREAM))
+    files.append(
+        PinnedFile(
+            "cognitive/scenarios.txt",
+            "cognitive/a3d24658e428/scenarios.txt",
+            generate.SCENARIOS_URL,
+            generate.SCENARIOS_SHA256,
+            generate.SCENARIOS_UPSTREAM,
+        )
+    )
+    return files
+
+
+def cache_status(files: list[PinnedFile], cache_dir: Path | None = None) -> dict[str, str]:
+    """local_path -> "verified" (cached, checksum matches), "corrupt" (cached, mismatch) or "missing"."""
+    status = {}
+    for f in files:
+        path = f.cached(cache_dir)
+        status[f.local_path] = (
+            "missing" if not path.is_file() else "verified" if sha256_of(path) == f.sha256 else "corrupt"
+        )
+    return status
+
+
+def fill_cache(
+    files: list[PinnedFile], source: Path | None = None, report: Callable[[PinnedFile, str], None] | None = None
+) -> list[str]:
+    """Put a verified copy of every file in the cache: kept if already there, else copied from
+    `source` (a folder laid out like $BIASMONKEY_DATA_DIR) when it holds a verified copy, else
+    downloaded. `report(file, what)` hears about each file; returns the errors (empty: all cached)."""
+    errors = []
+    for f in files:
+        dest = f.cached()
+        try:
+            if dest.is_file() and sha256_of(dest) == f.sha256:
+                what = "cached"
+            elif source is not None and (source / f.local_path).is_file():
+                payload = verify(source / f.local_path, f.sha256, f"copy in {source}", f.upstream).read_bytes()
+                _write_atomic(dest, payload)
+                what = f"copied from {source}"
+            else:
+                download(f.url, dest, f.sha256, f.upstream)
+                what = "downloaded"
+        except DataError as err:
+            errors.append(str(err))
+            what = f"error: {err}"
+        if report is not None:
+            report(f, what)
+    return errors

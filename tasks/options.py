@@ -20,12 +20,14 @@ import difflib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound="Options")
 
 ALL_HARNESSES = ("lm_eval", "inspect")
+# Model arguments that lm-eval merges into every task's metadata: never a misspelt option.
+MODEL_ARGUMENTS = frozenset({"pretrained", "model", "dtype", "tokenizer", "base_url", "device", "revision"})
 _NO_DEFAULT = object()
 
 
@@ -92,6 +94,17 @@ def parse_bool(text: str) -> bool:
 class Options:
     """Base of a family's options dataclass (declare fields with `option(...)`)."""
 
+    # Options that say where inputs lie, not how numbers are computed: they never tell runs apart.
+    locations: ClassVar[tuple[str, ...]] = ("data_path",)
+
+    def intermediate(self) -> bool:
+        """Whether a run with these options is a step whose outputs feed another run, not results."""
+        return False
+
+    def follow_up(self, outputs: str) -> dict[str, Any]:
+        """For an intermediate run: the options to add for the run that reads its `outputs` folder."""
+        return {}
+
     @classmethod
     def option_fields(cls, harness: str | None = None) -> list[dataclasses.Field]:
         found = dataclasses.fields(cls)  # type: ignore[arg-type]
@@ -106,6 +119,8 @@ class Options:
         usable = {f.name for f in cls.option_fields(harness)}
         values = dict(values or {})
         for key in values:
+            if key in MODEL_ARGUMENTS:  # lm-eval merges the model arguments into the metadata
+                continue
             if key in names and key not in usable:
                 log.warning("biasmonkey: option %r does not apply to %s and is ignored", key, harness.replace("_", "-"))
             elif key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):

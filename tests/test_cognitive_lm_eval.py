@@ -13,9 +13,10 @@ import pytest
 from lm_eval.tasks import TaskManager
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
-from biasmonkey.harness_ext.lm_eval.cognitive import GENERATION_KWARGS
+from biasmonkey.harness_ext.lm_eval.cognitive import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES, DataError
+from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import answer_prompt, side_text
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
 from biasmonkey.tasks.families import COGNITIVE
@@ -67,7 +68,7 @@ def assert_recomputes(task_results: dict, samples_file: Path, n_tests: int) -> l
 
 @pytest.fixture(scope="module")
 def exact_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """Four tasks in exact mode with the default seeded option reversal."""
+    """Two tasks in exact mode with the default option reversal (the authors' rule)."""
     return run_lm_eval(
         tiny_model, tmp_path_factory.mktemp("exact") / "out", ",".join(EXACT_TASKS), "--metadata", metadata()
     )
@@ -133,13 +134,11 @@ def test_reversed_answers_are_mapped_back_to_the_original_options(exact_run) -> 
 
 @pytest.fixture(scope="module")
 def plain_chat_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
-    """The first hindsight-bias test (reversed by default) with reversal off, under a chat template."""
+    """The two hindsight-bias tests (the second reversed by default) with reversal off, under a chat template."""
     return run_lm_eval(
         tiny_model,
         tmp_path_factory.mktemp("plain") / "out",
         "biasmonkey_cognitive_hindsight_bias",
-        "--limit",
-        "1",
         "--apply_chat_template",
         "--metadata",
         metadata(reverse_options=False),
@@ -149,9 +148,11 @@ def plain_chat_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
 def test_reversal_can_be_switched_off(exact_run, plain_chat_run) -> None:
     task = "biasmonkey_cognitive_hindsight_bias"
     results, samples = plain_chat_run
-    assert_recomputes(results["results"][task], samples[task], 1)
-    (plain,), default = logged(samples[task]), logged(exact_run[1][task])[0]
+    assert_recomputes(results["results"][task], samples[task], 2)
+    plain, default = logged(samples[task])[1], logged(exact_run[1][task])[1]
     assert plain["doc"]["id"] == default["doc"]["id"]
+    # the authors' rule: the fixture's rows 25 and 26 are the first two of their batch (seeds 42, 43)
+    assert [d["doc"]["reversed"] for d in logged(exact_run[1][task])] == [False, True]
     assert (default["doc"]["reversed"], plain["doc"]["reversed"]) == (True, False)
     context = list(plain["arguments"].values())[0]["arg_0"]
     assert [text for _, text in OPTION_LINE.findall(context)] == [f"{10 * i}%" for i in range(11)]
@@ -159,7 +160,7 @@ def test_reversal_can_be_switched_off(exact_run, plain_chat_run) -> None:
 
 def test_chat_template_contexts(plain_chat_run) -> None:
     _, samples = plain_chat_run
-    (sample,) = logged(samples["biasmonkey_cognitive_hindsight_bias"])
+    sample = logged(samples["biasmonkey_cognitive_hindsight_bias"])[0]
     args = list(sample["arguments"].values())
     assert args[0]["arg_0"].endswith("<|im_start|>assistant\n")
     assert answer_prompt(side_text(sample["doc"], "control")) in args[0]["arg_0"]
@@ -167,11 +168,15 @@ def test_chat_template_contexts(plain_chat_run) -> None:
     assert [a["arg_1"] for a in args[:11]] == [f"Option {i}:" for i in range(1, 12)]
 
 
-def test_generate_mode_reads_answers_and_counts_failures(tiny_model: Path, tmp_path: Path) -> None:
-    """Greedy answers read with the paper's regex; the random model names no valid option, and
-    every such test is counted as a failure."""
+def test_one_step_generate_mode_reads_answers_and_counts_failures(tiny_model: Path, tmp_path: Path) -> None:
+    """Greedy answers to our one-step prompt read with the paper's regex; the random model names
+    no valid option, and every such test is counted as a failure."""
     results, samples = run_lm_eval(
-        tiny_model, tmp_path / "out", ",".join(EXACT_TASKS), "--metadata", metadata(mode="generate")
+        tiny_model,
+        tmp_path / "out",
+        ",".join(EXACT_TASKS),
+        "--metadata",
+        metadata(mode="generate", protocol="one_step"),
     )
     for task in EXACT_TASKS:
         task_results = results["results"][task]
@@ -182,7 +187,18 @@ def test_generate_mode_reads_answers_and_counts_failures(tiny_model: Path, tmp_p
             assert [a["arg_0"] for a in args] == [
                 answer_prompt(side_text(sample["doc"], side)) for side in ("control", "treatment")
             ]
-            assert args[0]["arg_1"] == GENERATION_KWARGS  # greedy: do_sample false, temperature 0
+            # greedy (do_sample false, temperature 0), 48 tokens, cut at the first blank line
+            one_step = generation_kwargs(CognitiveOptions(mode="generate", protocol="one_step"))
+            assert (
+                args[0]["arg_1"]
+                == one_step
+                == {
+                    "until": ["\n\n"],
+                    "do_sample": False,
+                    "temperature": 0.0,
+                    "max_gen_toks": 48,
+                }
+            )
             assert [record.response_control, record.response_treatment] == sample["filtered_resps"]
             assert record.failed == (record.failure is not None)
 

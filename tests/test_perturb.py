@@ -19,6 +19,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from conftest import data_root
 
 from biasmonkey.tasks.response_bias import perturb
 from biasmonkey.tasks.response_bias.perturb import PERTURBATIONS
@@ -245,10 +246,7 @@ def test_middle_random_uniform_interior_does_not_loop() -> None:
 
 
 def _prompts_dir() -> Path:
-    root = os.environ.get("BIASMONKEY_DATA_DIR")
-    if not root:
-        pytest.skip("BIASMONKEY_DATA_DIR is not set")
-    return Path(root).resolve() / "biasmonkey" / "prompts"
+    return data_root() / "biasmonkey" / "prompts"
 
 
 def _read_rows(name: str) -> list[dict[str, str]]:

@@ -259,9 +259,10 @@ def test_cognitive_prompts_option_messages(caplog: pytest.LogCaptureFixture) -> 
     with pytest.raises(ValueError, match="option prompts='x' is invalid; use one of paper, biasmonkey"):
         two_step_prompts("x")
     assert CognitiveOptions.from_mapping({"prompts": "biasmonkey"}, harness="inspect").prompts == "biasmonkey"
-    # lm-eval has no two-step protocol: the option is ignored there, with a warning saying so
-    assert CognitiveOptions.from_mapping({"prompts": "biasmonkey"}).prompts == "paper"
-    assert "option 'prompts' does not apply to lm-eval and is ignored" in caplog.text
+    assert CognitiveOptions.from_mapping({"prompts": "biasmonkey"}).prompts == "biasmonkey"
+    # step two of lm-eval's two runs: Inspect runs both steps in one solver, the option is ignored there
+    assert CognitiveOptions.from_mapping({"decisions": "x"}, harness="inspect").decisions is None
+    assert "option 'decisions' does not apply to inspect and is ignored" in caplog.text
     caplog.clear()
     assert CognitiveOptions.from_mapping({"prompt": "biasmonkey"}, harness="inspect").prompts == "paper"
     assert "unknown option 'prompt'; did you mean 'prompts'?" in caplog.text

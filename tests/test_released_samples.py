@@ -1,7 +1,8 @@
 """Rescoring the authors' released samples (biasmonkey.tasks.response_bias.released_samples).
 
 Reference tests need the upstream data: set BIASMONKEY_DATA_DIR (relative paths resolve
-against the current directory, e.g. CI's ``../shared/datasets``); they skip when it is unset.
+against the current directory, e.g. CI's ``../shared/datasets``) or fill the data cache (the
+reference deltas need the shared folder); see the prerequisites in conftest.py.
 The error and hand-computed tests build small sample folders in tmp_path and always run.
 """
 
@@ -32,9 +33,8 @@ def _samples_root() -> Path | None:
 
 def _reference_params() -> list:
     root = _samples_root()
-    if root is None:
-        skip = pytest.mark.skip(reason=f"{DATA_ENV} is not set")
-        return [pytest.param(None, marks=skip, id="no-data")]
+    if root is None:  # reference_deltas.csv is in the shared folder only, not in the pinned cache
+        return [pytest.param(None, marks=pytest.mark.requires("shared_data"), id="no-data")]
     path = root / "reference_deltas.csv"
     if not path.is_file():  # fail in the test (not at collection) so the other tests still run
         return [pytest.param({"missing": str(path)}, id="reference-missing")]
@@ -51,11 +51,9 @@ def _scores(model: str) -> dict[tuple[str, str], dict]:
 
 
 @pytest.fixture
-def scores():
-    root = _samples_root()
-    if root is None:
-        pytest.skip(f"{DATA_ENV} is not set: the released samples are needed")
-    if not root.is_dir():
+def scores(data_dir: Path):
+    root = _samples_root()  # the samples are pinned files: the shared folder's, or the cache's
+    if root is None or not root.is_dir():
         pytest.fail(f"{DATA_ENV} is set but {root} does not exist")
     return _scores
 
@@ -94,6 +92,7 @@ def test_row_order_and_opinion_float_perturbations(scores):
         assert table[("opinion_float", setting)] == expected
 
 
+@pytest.mark.requires("shared_data")  # the reword sample files are not pinned
 def test_reword_row_is_opt_in(scores):
     root = _samples_root()
     assert ("acquiescence", "reword") not in scores("gpt-3.5-turbo")

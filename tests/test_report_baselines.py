@@ -35,6 +35,7 @@ CODED = Path(__file__).parent / "fixtures" / "report" / "coded.csv"
 # ---------------------------------------------------------------------------- the data files
 
 
+@pytest.mark.requires("shared_data")
 def test_the_checksum_table_is_the_shared_sha256sums(data_dir: Path) -> None:
     sums = dict(
         reversed(line.split()) for line in (data_dir / "biasmonkey" / "samples" / "SHA256SUMS").read_text().splitlines()

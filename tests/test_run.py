@@ -302,3 +302,31 @@ def test_an_interrupted_run_resumes_from_the_cache(
     metrics = [json.loads(p.read_text())["results"]["biasmonkey_odd_even"] for p in (first, second)]
     assert metrics[0]["delta,none"] == pytest.approx(metrics[1]["delta,none"])
     assert metrics[0]["n_pairs,none"] == metrics[1]["n_pairs,none"] == 4
+
+
+def test_the_two_step_protocol_runs_as_three_lm_eval_steps(tmp_path: Path) -> None:
+    """Free answers (an intermediate run) go to their own folder; the follow-up run reads them."""
+    from biasmonkey.harness_ext.plan import TaskRequests
+    from biasmonkey.harness_ext.run import Step, lm_eval_steps
+    from biasmonkey.tasks.cognitive.options import CognitiveOptions
+    from biasmonkey.tasks.yesno.options import YesNoOptions
+
+    args = build_parser().parse_args(["run", "--output", str(tmp_path), "--mode", "generate"])
+    yesno = TaskRequests("biasmonkey_yesno_comps", "yesno", YesNoOptions(), [])
+    anchoring = TaskRequests("biasmonkey_cognitive_anchoring", "cognitive", CognitiveOptions(mode="generate"), [])
+    steps = lm_eval_steps(args, [yesno, anchoring], "T1")
+    first = tmp_path / "steps" / "T1"
+    assert steps == [
+        Step("biasmonkey_yesno_comps", tmp_path),
+        Step("biasmonkey_cognitive_anchoring", first),
+        Step("biasmonkey_cognitive_anchoring", tmp_path, {"decisions": str(first)}),
+    ]
+    assert json.loads(value(lm_eval_command(args, "/m", steps[2]), "--metadata")) == {
+        "mode": "generate",
+        "decisions": str(first),
+    }
+    # one step: nothing intermediate (one_step protocol, exact mode)
+    one = TaskRequests(
+        "biasmonkey_cognitive_anchoring", "cognitive", CognitiveOptions(mode="generate", protocol="one_step"), []
+    )
+    assert lm_eval_steps(args, [yesno, one], "T1") == [Step("biasmonkey", tmp_path)]

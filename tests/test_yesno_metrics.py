@@ -15,8 +15,10 @@ from biasmonkey.metrics.yesno import (
     McqFolds,
     accuracy,
     answer_logprob,
+    authors_folds,
     balanced_mcq_folds,
     bias,
+    block_folds,
     generic_correction,
     instruction_tuning_effect,
     letter_recalls,
@@ -26,12 +28,12 @@ from biasmonkey.metrics.yesno import (
     recall_std,
     relative_change,
     specific_correction,
-    stratified_folds,
+    stratified_kfold,
     summarize_mcq,
     summarize_yesno,
     votes,
 )
-from biasmonkey.tasks.yesno.scoring import ItemRecord, null_answer_logprobs, score_item, summarize
+from biasmonkey.tasks.yesno.scoring import ItemRecord, file_position, null_answer_logprobs, score_item, summarize
 
 LN = math.log
 
@@ -95,22 +97,52 @@ def test_generic_correction_hand_computed() -> None:
 
 
 def test_specific_leave_one_out_hand_computed() -> None:
-    # k = n = 5: every item is its own fold, whatever the shuffle, so c_i = (S − m_i) / (2 · 4)
-    # with margins m = yes − no = [3, 1, 1, −1, 2] and S = 6.
+    # Every item its own fold: its yes and no minus their means over the other four items. The
+    # corrected margin is m_i − (S − m_i)/4, with margins m = yes − no = [3, 1, 1, −1, 2] and S = 6.
     no = np.array([-4.0, -2.0, -2.0, -1.0, -3.0])
     yes = no + np.array([3.0, 1.0, 1.0, -1.0, 2.0])
     gold = [True, True, False, False, True]
-    c = np.array([3, 5, 5, 7, 4]) / 8  # (6 − m_i) / 8
-    cy, cn = specific_correction(yes, no, gold, k=5, seed=123)
-    assert list(cy) == pytest.approx(list(yes - c))
-    assert list(cn) == pytest.approx(list(no + c))
-    # corrected margins m − 2c = [2.25, −0.25, −0.25, −2.75, 1.0] → votes [+, −, −, −, +]
-    s = summarize_yesno(yes, no, gold, k=5, seed=123)
+    folds = np.arange(5)
+    cy, cn = specific_correction(yes, no, folds)
+    assert list(cy) == pytest.approx([y - (yes.sum() - y) / 4 for y in yes])
+    assert list(cn) == pytest.approx([x - (no.sum() - x) / 4 for x in no])
+    # corrected margins m − (6 − m)/4 = [2.25, −0.25, −0.25, −2.75, 1.0] → votes [+, −, −, −, +]
+    assert list(cy - cn) == pytest.approx([2.25, -0.25, -0.25, -2.75, 1.0])
+    s = summarize_yesno(yes, no, gold, folds=folds)
     assert s.bias == pytest.approx(0.6)  # base votes [+, +, +, −, +]: (4 − 1) / 5
     assert s.bias_specific == pytest.approx(-0.2)  # (2 − 3) / 5
     assert s.accuracy == pytest.approx(0.8) and s.accuracy_specific == pytest.approx(0.8)
     assert s.delta_pct_bias_specific == pytest.approx(100 * (-0.2 - 0.6) / 0.6)  # −133.3
     assert s.delta_pct_accuracy_specific == pytest.approx(0.0)
+
+
+def test_specific_calibrates_each_group_on_its_own() -> None:
+    # Two groups (e.g. EWoK domains) of two items, each item its own fold: an item is calibrated on
+    # the other item of its group only. Group a: margins 2, 0 → corrected 2 − 0 = 2, 0 − 2 = −2;
+    # group b: margins −1, −3 → 2, −2. Pooled across groups the first item would get 2 − (−4/3).
+    yes, no = [1.0, 0.0, -1.0, -2.0], [-1.0, 0.0, 0.0, 1.0]
+    cy, cn = specific_correction(yes, no, [0, 1, 0, 1], groups=["a", "a", "b", "b"])
+    assert list(cy - cn) == pytest.approx([2.0, -2.0, 2.0, -2.0])
+    cy, cn = specific_correction(yes, no, [0, 1, 2, 3])
+    assert (cy - cn)[0] == pytest.approx(2 + 4 / 3)
+
+
+def test_items_in_no_fold_are_wrong_in_specific_accuracy_and_out_of_its_bias() -> None:
+    """As the authors' extract_stats.py counts them: an item in no fold has no corrected answer;
+    Specific accuracy divides by all items, Specific bias by the items with an answer."""
+    # 10 EWoK items, k = 2: blocks 0–3 (fold 0) and 4–7 (fold 1); items 8, 9 are in no fold.
+    folds = authors_folds([True] * 10, "ewok", k=2)
+    assert folds.tolist() == [0] * 4 + [1] * 4 + [-1, -1]
+    gold = [True, False] * 5
+    # fold 0 margins 1, 1, 1, 1; fold 1 margins 3, −1, 3, −1 (mean 1): corrected fold 0: 1 − 1 = 0 → ties;
+    # fold 1: m − 1 = 2, −2, 2, −2 → Yes, No, Yes, No, all correct.
+    no = np.zeros(10)
+    yes = np.array([1, 1, 1, 1, 3, -1, 3, -1, 5, 5], dtype=float)
+    cy, cn = specific_correction(yes, no, folds)
+    assert np.isnan(cy[8:]).all() and np.isnan(cn[8:]).all()
+    s = summarize_yesno(yes, no, gold, folds=folds)
+    # bias over the 8 answered items: (2 − 2 + 0 ties) / 8 = 0; accuracy (4 · 0.5 + 4) / 10 = 0.6
+    assert s.bias_specific == 0.0 and s.accuracy_specific == pytest.approx(0.6)
 
 
 @pytest.mark.parametrize("offset", [3.0, -3.0, 0.7])
@@ -135,18 +167,52 @@ def test_specific_removes_a_known_bias(offset: float) -> None:
     assert (s.bias_generic, s.accuracy_generic) == (s.bias, s.accuracy)
 
 
-def test_stratified_folds_are_balanced_and_seeded() -> None:
+def test_stratified_kfold_is_balanced_and_seeded() -> None:
     gold = np.array([True] * 23 + [False] * 17)
-    folds = stratified_folds(gold, k=5, seed=0)
-    assert sorted(set(folds)) == [0, 1, 2, 3, 4]
+    folds = stratified_kfold(gold, k=5, seed=42)
     assert sorted(np.bincount(folds)) == [8, 8, 8, 8, 8]
     for cls in (True, False):
         per_fold = np.bincount(folds[gold == cls], minlength=5)
         assert per_fold.max() - per_fold.min() <= 1
-    assert list(stratified_folds(gold, 5, 0)) == list(folds)
-    assert list(stratified_folds(gold, 5, 1)) != list(folds)
+    assert list(stratified_kfold(gold, 5, 42)) == list(folds)
+    assert list(stratified_kfold(gold, 5, 1)) != list(folds)
     with pytest.raises(ValueError, match="at least 2 folds"):
-        stratified_folds(gold, k=1)
+        stratified_kfold(gold, k=1)
+
+
+def test_stratified_kfold_equals_scikit_learn() -> None:
+    """The authors' COMPS/Arith/bAbI folds: StratifiedKFold(k, shuffle=True, random_state) test folds."""
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    rng = np.random.default_rng(5)
+    for trial in range(60):
+        n, k, seed = int(rng.integers(10, 400)), int(rng.integers(2, 8)), int(rng.integers(0, 100))
+        labels = rng.choice(["Yes", "No", "Maybe"][: 2 + trial % 2], n)
+        if min(np.unique(labels, return_counts=True)[1]) < k:
+            continue  # scikit-learn refuses (or warns about) classes smaller than k
+        expected = np.empty(n, dtype=int)
+        splits = model_selection.StratifiedKFold(k, shuffle=True, random_state=seed).split(np.zeros(n), labels)
+        for fold, (_, test) in enumerate(splits):
+            expected[test] = fold
+        assert stratified_kfold(labels, k, seed).tolist() == expected.tolist(), (n, k, seed)
+        assert (
+            authors_folds(labels == "Yes", "comps", k, seed).tolist()
+            == stratified_kfold(labels == "Yes", k, seed).tolist()
+        )
+
+
+@pytest.mark.parametrize(
+    ("n", "sizes"),
+    [(60, [12, 12, 12, 12, 12]), (134, [28, 28, 28, 24, 24]), (138, [28, 28, 28, 28, 24]), (6, [4, 0, 0, 0, 0])],
+)
+def test_ewok_folds_are_consecutive_blocks_of_four(n: int, sizes: list[int]) -> None:
+    # n // 4 blocks split as np.array_split splits them: 33 blocks → 7, 7, 7, 6, 6; the rest in no fold.
+    folds = block_folds(n)
+    assert folds.tolist() == authors_folds([True] * n, "ewok").tolist()
+    assert [int((folds == f).sum()) for f in range(5)] == sizes
+    assert (folds[: n - n % 4] >= 0).all() and (folds[n - n % 4 :] == -1).all()
+    assert (np.diff(folds[folds >= 0]) >= 0).all() and all(len(set(folds[i : i + 4])) == 1 for i in range(0, n - 3, 4))
+    with pytest.raises(ValueError, match="unknown yes-no dataset"):
+        authors_folds([True] * n, "mmlu")
 
 
 def test_specific_needs_two_items() -> None:
@@ -194,6 +260,40 @@ def _fixture_rows(name: str) -> list[dict[str, str]]:
         return list(csv.DictReader(line for line in f if not line.startswith("#")))
 
 
+AUTHORS_ITEMS = "authors_items_zeroshot_ewok_physical_dynamics_qwen1.5-7b.csv"
+
+
+def test_specific_equals_the_authors_on_their_ewok_domain_file() -> None:
+    """The authors' own per-question output (EWoK physical_dynamics, Qwen1.5-7B, zero-shot): our
+    folds, corrected log-probabilities, corrected answers and Specific numbers are theirs exactly."""
+    rows = _fixture_rows(AUTHORS_ITEMS)
+    gold = [r["Correct Answer"] == "Yes" for r in rows]
+    yes, no = (np.array([float(r[f"raw_{a}_logprob"]) for r in rows]) for a in ("yes", "no"))
+    folds = authors_folds(gold, "ewok")
+    assert folds.tolist() == [int(r["fold"]) for r in rows]  # 15 blocks of 4 → 3 blocks per fold
+    cy, cn = specific_correction(yes, no, folds)
+    assert cy.tolist() == [float(r["corrected_yes_logprob"]) for r in rows]
+    assert cn.tolist() == [float(r["corrected_no_logprob"]) for r in rows]
+    answers = [r["kfold_predicted_answer"] == "True" for r in rows]
+    assert (cy > cn).tolist() == answers
+    # Through the records, in any order (ids ewok-physical_dynamics-<row + 1>):
+    records = [
+        score_item(
+            {"id": f"ewok-physical_dynamics-{int(r['row']) + 1}", "dataset": "ewok", "domain": "physical_dynamics"}
+            | {"gold": r["Correct Answer"]},
+            [y, -math.inf, n, -math.inf],
+        )
+        for r, y, n in zip(rows, yes, no)
+    ]
+    random.Random(1).shuffle(records)
+    s = summarize(records)
+    n_items = len(rows)
+    assert s.accuracy == sum(r["raw_is_correct"] == "True" for r in rows) / n_items  # 34 / 60
+    assert s.bias == pytest.approx(-0.4)  # the authors' plain_bias (their summary JSON)
+    assert s.accuracy_specific == sum(a == g for a, g in zip(answers, gold)) / n_items == 28 / 60  # kfold_acc
+    assert s.bias_specific == (2 * sum(answers) - n_items) / n_items == 0.0  # kfold_bias
+
+
 def test_instruction_tuning_effect_hand_computed() -> None:
     base = [0.5, -0.4, 0.2]
     instruct = [0.1, 0.3, -0.2]
@@ -205,8 +305,9 @@ def test_instruction_tuning_effect_hand_computed() -> None:
     assert e.mean_difference == pytest.approx(-1 / 6)
     # deviations from the mean: −.23333, .06667, .16667 → SS .086667, SD sqrt(.086667 / 2) = .208167
     assert e.sd_difference == pytest.approx(0.208167, abs=1e-6)
-    # d_z = −.166667 / .208167 = −.800641 (a pooled-SD d would give +1.29099 here)
-    assert e.cohens_d == pytest.approx(-0.800641, abs=1e-6)
+    # d_z with the paper's sign: mean(|b| − |i|) / SD = .166667 / .208167 = +.800641, positive for
+    # a reduction (the authors' script: −.800641; a pooled-SD d would give 1.29099 here)
+    assert e.cohens_d == pytest.approx(0.800641, abs=1e-6)
     # t = mean / (SD / √3) = −.166667 / .120185 = −1.38675; with df = 2, p = 1 − |t| / √(t² + 2)
     # = 1 − 1.38675 / 1.98068 = .29986
     assert e.t == pytest.approx(-1.38675, abs=1e-5)
@@ -236,7 +337,7 @@ def test_instruction_tuning_effect_reproduces_the_authors_summary(dataset: str, 
     """Zero-shot rows of the authors' bias_analysis_detailed.csv give their summary row.
 
     COMPS: one unit per model pair; EWoK: one unit per (model pair, domain). Their summary
-    reports d = −1.053 for COMPS, where a pooled-SD d gives +1.643."""
+    reports d = −1.053 for COMPS (a pooled-SD d gives 1.643); our d has the paper's sign, +1.053."""
     rows = [r for r in _fixture_rows("bias_analysis_zeroshot.csv") if r["dataset"] == dataset]
     (want,) = [
         r for r in _fixture_rows("bias_analysis_summary.csv") if (r["prompt"], r["dataset"]) == ("zeroshot", dataset)
@@ -245,11 +346,12 @@ def test_instruction_tuning_effect_reproduces_the_authors_summary(dataset: str, 
     inst = [float(r["inst_bias"]) for r in rows]
     e = instruction_tuning_effect(base, inst)
     assert e.n == n == int(want["n"])
-    for field in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction", "cohens_d"):
+    for field in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction"):
         assert getattr(e, field) == pytest.approx(float(want[field]), rel=1e-12), field
+    assert e.cohens_d == pytest.approx(-float(want["cohens_d"]), rel=1e-12)  # their script's sign is the opposite
     assert e.p_value == pytest.approx(float(want["p_value"]), rel=1e-9)  # ttest_rel vs their ttest_1samp
     if dataset == "comps":
-        assert e.cohens_d == pytest.approx(-1.053403456932908, rel=1e-12)
+        assert e.cohens_d == pytest.approx(1.053403456932908, rel=1e-12)
 
 
 # The authors' eight model pairs (plotting-tables-scripts/instructvbase_stats.py, upstream 48591bb).
@@ -261,6 +363,7 @@ MODEL_PAIRS = {
 }
 
 
+@pytest.mark.requires("shared_data")
 def test_all_of_the_authors_summary_from_their_per_model_results(data_dir: Path) -> None:
     """All 15 rows of bias_analysis_summary.csv from reference/summary_jsons: one unit per
     (model pair, domain) of each file, plain_bias (MMLU: plain_rstd)."""
@@ -277,8 +380,9 @@ def test_all_of_the_authors_summary_from_their_per_model_results(data_dir: Path)
                     inst.append(models[i][field])
         e = instruction_tuning_effect(base, inst)
         assert e.n == int(want["n"]), (prompt, dataset)
-        for name in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction", "cohens_d"):
+        for name in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction"):
             assert getattr(e, name) == pytest.approx(float(want[name]), rel=1e-9), (prompt, dataset, name)
+        assert e.cohens_d == pytest.approx(-float(want["cohens_d"]), rel=1e-9), (prompt, dataset)  # the paper's sign
         assert e.p_value == pytest.approx(float(want["p_value"]), rel=1e-7), (prompt, dataset)
 
 
@@ -399,9 +503,14 @@ def test_summarize_records_is_order_free_and_checks_them() -> None:
     rng.shuffle(shuffled)
     assert summarize(shuffled) == s
     assert s.n == 30
-    ordered = sorted(records, key=lambda r: r.id)
+    ordered = sorted(records, key=file_position)  # rows 0, 1, …, 29 of one EWoK domain
+    gold = [r.gold_yes for r in ordered]
     direct = summarize_yesno(
-        [r.yes for r in ordered], [r.no for r in ordered], [r.gold_yes for r in ordered], null=(LN(0.03), LN(0.07))
+        [r.yes for r in ordered],
+        [r.no for r in ordered],
+        gold,
+        null=(LN(0.03), LN(0.07)),
+        folds=authors_folds(gold, "ewok"),
     )
     assert direct.as_dict() == pytest.approx(s.as_dict(), nan_ok=True)
 

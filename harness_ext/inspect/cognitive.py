@@ -7,14 +7,15 @@ the control and then the treatment test greedily (temperature 0) with one of two
 - `two_step` (default, the paper's): a free answer to the test, then a second, independent
   call that reads the offered options and that answer and names the option ("Option N"), each
   call one user message; the prompts are the authors' exact ones (`-T prompts=paper`, the
-  default) or our wording (`-T prompts=biasmonkey`), see `prompts.TWO_STEP_PROMPTS`;
-- `one_step`: what lm-eval's generate mode does, for parity: our one prompt asking for the
-  option line, generation ended at the first blank line (`prompts.ONE_STEP_STOP`).
+  default) or our wording (`-T prompts=biasmonkey`), see `prompts.TWO_STEP_PROMPTS`. No token
+  limit is sent unless `max_tokens` is given (the provider's default, as in the authors' code);
+- `one_step`: our one prompt asking for the option line, generation ended at the first blank
+  line (`prompts.ONE_STEP_STOP`), as lm-eval's `protocol=one_step`.
 
 The scorer builds the family's per-test record (`scoring.score_answers`: answers read with the
-paper's regex and mapped back to the original option order) and stores it as `Score.value` and
-`Score.metadata` (`biasmonkey.tasks.cognitive.codecs`); the metrics are the family's metric
-table, the lm-eval tasks' metrics.
+paper's regex and mapped back to the original option order, as lm-eval's step two reads them)
+and stores it as `Score.value` and `Score.metadata` (`biasmonkey.tasks.cognitive.codecs`); the
+metrics are the family's metric table, the lm-eval tasks' metrics.
 
 Exact mode (label log-likelihoods) is lm-eval only: see `EXACT_MODE_UNAVAILABLE`.
 """
@@ -33,14 +34,14 @@ from biasmonkey.harness_ext.inspect.common import family_metrics, register_tasks
 from biasmonkey.tasks.cognitive.codecs import score_value
 from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.family import FAMILY, task_name
-from biasmonkey.tasks.cognitive.options import DEFAULT_MAX_TOKENS, CognitiveOptions
+from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
     DEFAULT_PROMPTS,
     ONE_STEP_STOP,
     SIDES,
     answer_prompt,
-    offered,
     one_step_answer,
+    side_options,
     side_text,
     two_step_prompts,
 )
@@ -82,14 +83,13 @@ def require_greedy(model: Model) -> None:
 
 
 @solver
-def decisions(
-    protocol: str = "two_step", max_tokens: int = DEFAULT_MAX_TOKENS["two_step"], prompts: str = DEFAULT_PROMPTS
-) -> Solver:
+def decisions(protocol: str = "two_step", max_tokens: int | None = None, prompts: str = DEFAULT_PROMPTS) -> Solver:
     """Control then treatment, each a fresh conversation at temperature 0. Stores each side's
     answer text (`<side>_answer`) and, in two_step, the free answer (`<side>_decision`).
 
     two_step: both calls of a side use the same model and settings, as in the authors' code;
-    `prompts` names the prompt set (`paper`: the authors' exact prompts)."""
+    `prompts` names the prompt set (`paper`: the authors' exact prompts); `max_tokens` None sends
+    no limit (the provider's default)."""
     two_step = two_step_prompts(prompts)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -106,8 +106,8 @@ def decisions(
                 config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)
                 decision = await model.generate(two_step.decision_prompt(test), config=config)
                 state.store.set(f"{side}_decision", decision.completion)
-                options = offered(doc[f"{side}_options"], doc["reversed"])
-                output = await model.generate(two_step.extraction_prompt(options, decision.completion), config=config)
+                extraction = two_step.extraction_prompt(side_options(doc, side), decision.completion)
+                output = await model.generate(extraction, config=config)
                 answer = output.completion
             state.store.set(f"{side}_answer", answer)
             if side == "control":
@@ -129,14 +129,15 @@ def cognitive_scorer() -> Scorer:
     """The per-test record from the two answer texts."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        record = score_answers(state.metadata, *(state.store.get(f"{side}_answer") for side in SIDES))
-        decisions = {f"decision_{side}": state.store.get(f"{side}_decision") for side in SIDES}
+        answers = [state.store.get(f"{side}_answer") for side in SIDES]
+        free = [state.store.get(f"{side}_decision") for side in SIDES]
+        record = score_answers(state.metadata, *answers, (free[0], free[1]) if free[0] is not None else None)
         return Score(
             value=score_value(record),
             answer=f"control {_option(record.answer_control)}, treatment {_option(record.answer_treatment)} "
             "(original numbering)",
             explanation=record.failure,
-            metadata={**record.as_dict(), **decisions},
+            metadata=record.as_dict(),
         )
 
     return score
@@ -146,12 +147,14 @@ def cognitive_scorer() -> Scorer:
 
 
 def cognitive_task(options: CognitiveOptions, bias: str) -> Task:
-    """The Inspect task of one cognitive bias (max_tokens None: 512 for two_step, 48 for one_step)."""
+    """The Inspect task of one cognitive bias (max_tokens None: the provider's default for two_step, 48 for one_step)."""
     if options.mode == "exact":
         raise ValueError(EXACT_MODE_UNAVAILABLE)
     return Task(
         dataset=MemoryDataset(bias_samples(options, bias, options.protocol), name=task_name(bias)),
-        solver=decisions(protocol=options.protocol, max_tokens=options.generation_tokens, prompts=options.prompts),
+        solver=decisions(
+            protocol=options.protocol, max_tokens=options.generation_tokens("inspect"), prompts=options.prompts
+        ),
         scorer=cognitive_scorer(),
         metrics=family_metrics(FAMILY, reported(FAMILY, options, "inspect", {"bias": bias})),
         epochs=Epochs(1, "mean"),
@@ -159,7 +162,7 @@ def cognitive_task(options: CognitiveOptions, bias: str) -> Task:
             "bias": bias,
             "protocol": options.protocol,
             "prompts": options.prompts if options.protocol == "two_step" else "biasmonkey",
-            "max_tokens": options.generation_tokens,
+            "max_tokens": options.generation_tokens("inspect"),
             "options": options.__dict__,
         },
     )

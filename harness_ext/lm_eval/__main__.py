@@ -10,23 +10,22 @@ When `biasmonkey run` starts it (environment variable `BIASMONKEY_RUN` set), lm-
 apply the chat template to an instruct model is left out: the raw prompt is the paper's protocol and
 a deliberate default there. Every other message, warnings and errors included, is lm-eval's own.
 
-Stopping keeps what finished: lm-eval's request cache (a SqliteDict written by a daemon thread,
-`autocommit` without waiting) is flushed at exit, and SIGINT / SIGTERM end the run with one line and
-exit status 130 / 143 instead of a traceback, so that `biasmonkey run --resume` sends only the rest.
+A served model's failure (`ServerError`: the URL and what went wrong) is one line, not a traceback.
+Stopping keeps what finished (lm-eval's request cache commits each answer as it is stored): SIGINT
+and SIGTERM end the run with one line and exit status 130 / 143 instead of a traceback, and
+`biasmonkey run --resume` then sends only the rest.
 """
 
-import atexit
 import logging
 import os
 import signal
 import sys
-import weakref
 from typing import Any
 
-import sqlitedict
 from lm_eval.__main__ import cli_evaluate
 
 from biasmonkey.harness_ext.lm_eval import backends  # noqa: F401  (registers the model backends)
+from biasmonkey.harness_ext.lm_eval.backends.served import ServerError
 
 QUIET_ENV = "BIASMONKEY_RUN"
 
@@ -39,40 +38,23 @@ class DropChatTemplateAdvice(logging.Filter):
         return "chat variant but chat template is not applied" not in message
 
 
-_OPEN_CACHES: list[weakref.ref] = []  # SqliteDict is a mapping, so unhashable: no WeakSet
-
-
-class FlushedSqliteDict(sqlitedict.SqliteDict):
-    """lm-eval's cache store, flushed to disk when the process exits (normally, on an error or a signal)."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        _OPEN_CACHES.append(weakref.ref(self))
-
-
-@atexit.register
-def _flush_caches() -> None:
-    for cache in filter(None, (ref() for ref in _OPEN_CACHES)):
-        try:
-            cache.commit(blocking=True)
-        except Exception as err:  # a cache that failed cannot be saved now; say so, do not hide the exit
-            print(f"biasmonkey: could not flush the request cache {cache.filename}: {err}", file=sys.stderr)
-
-
-def _exit_on_sigterm(signum: int, _frame: Any) -> None:
-    raise SystemExit(128 + signum)  # unwinds normally: atexit flushes the cache
+def _stop(signum: int, _frame: Any) -> None:
+    """End at once, without a traceback: every finished answer is already committed to the cache."""
+    print(f"lm-eval stopped ({signal.Signals(signum).name}); finished requests are in its cache", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(128 + signum)
 
 
 def main() -> None:
     if os.environ.get(QUIET_ENV):
         logging.getLogger("lm_eval.evaluator").addFilter(DropChatTemplateAdvice())
-    sqlitedict.SqliteDict = FlushedSqliteDict  # lm-eval's CachingLM imports it when it starts
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _stop)
     try:
         cli_evaluate()
-    except KeyboardInterrupt:
-        print("lm-eval stopped (SIGINT); finished requests are in its cache", file=sys.stderr)
-        sys.exit(128 + signal.SIGINT)
+    except ServerError as err:  # the message names the server and what went wrong: no traceback
+        print(f"lm-eval stopped: {err}", file=sys.stderr)
+        sys.exit(1)
 
 
 if __name__ == "__main__":

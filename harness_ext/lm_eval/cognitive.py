@@ -1,18 +1,20 @@
 """lm-eval requests of the cognitive-bias tasks: one document = one control/treatment test.
 
-For every test it sends the control then the treatment requests (exact mode: the log-likelihood
-of each answer label "Option N:"; generate mode: one greedy answer per prompt).
+For every test it sends the control then the treatment requests:
 
-Generate mode here is one step: lm-eval cannot chain a second generation on the first one's
-output, so the prompt asks for the option line directly and the paper's regex reads the
-answer. That prompt (`prompts.BIASMONKEY_ONE_STEP_PROMPT`, also exact mode's) is our own
-wording, by necessity: the paper has none. The paper's two-step protocol with the authors'
-exact prompts (free answer, then an extraction prompt) needs a harness that can chain calls
-(the Inspect adapter).
+- exact mode: the log-likelihood of each answer label "Option N:" after our one-step prompt;
+- generate mode, `protocol=one_step`: one greedy answer to our one-step prompt, cut at the first
+  blank line, read with the paper's regex;
+- generate mode, `protocol=two_step` (the paper's): lm-eval builds all requests before it answers
+  any, so the two calls of a side are two runs (`biasmonkey.tasks.cognitive.two_step`): step one
+  sends the decision prompts and logs the free answers; step two (`decisions=<step one's
+  output>`) sends the extraction prompts built from them and scores the replies as Inspect does.
+  Both steps are greedy and end only at the model's end of text or `max_tokens`.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import datasets
@@ -21,23 +23,43 @@ from lm_eval.api.instance import Instance
 from biasmonkey.harness_ext.lm_eval.task import FamilyTask, family_dataset
 from biasmonkey.tasks.cognitive.codecs import record_from_results
 from biasmonkey.tasks.cognitive.family import FAMILY
+from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
-    ONE_STEP_MAX_TOKENS,
     ONE_STEP_STOP,
     SIDES,
     answer_labels,
     answer_prompt,
+    decision_prompt,
+    extraction_prompt,
+    side_options,
     side_text,
 )
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord
+from biasmonkey.tasks.cognitive.two_step import DECIDE, EXTRACT, STEP
 
-# Greedy, as the paper decided at temperature 0; long enough for "Option 11: 100%" and some preamble.
-GENERATION_KWARGS = {
-    "until": [ONE_STEP_STOP],
-    "do_sample": False,
-    "temperature": 0.0,
-    "max_gen_toks": ONE_STEP_MAX_TOKENS,
-}
+log = logging.getLogger(__name__)
+
+
+def generation_kwargs(options: CognitiveOptions) -> dict[str, Any]:
+    """Greedy, as the paper decided at temperature 0. one_step stops at the first blank line;
+    two_step, like the authors' API calls, only at the model's end of text (or max_tokens)."""
+    return {
+        "until": [ONE_STEP_STOP] if options.protocol == "one_step" else [],
+        "do_sample": False,
+        "temperature": 0.0,
+        "max_gen_toks": options.generation_tokens("lm_eval"),
+    }
+
+
+def side_prompt(doc: dict[str, Any], side: str) -> str:
+    """What one side of a document asks: the decision or extraction prompt at a step of the
+    two-step protocol, else our one-step prompt."""
+    step = doc.get(STEP)
+    if step == DECIDE:
+        return decision_prompt(side_text(doc, side), doc["prompts"])
+    if step == EXTRACT:
+        return extraction_prompt(side_options(doc, side), doc[f"decision_{side}"], doc["prompts"])
+    return answer_prompt(side_text(doc, side))
 
 
 def load_docs(**arguments: Any) -> datasets.DatasetDict:
@@ -53,11 +75,16 @@ class CognitiveBiasTask(FamilyTask):
     def harness_config(self) -> dict[str, Any]:
         if self.options.mode == "exact":
             return {"output_type": "loglikelihood"}
-        return {"output_type": "generate_until", "generation_kwargs": dict(GENERATION_KWARGS)}
+        if self.options.lm_eval_step == DECIDE:
+            log.info(
+                "biasmonkey: two-step protocol, step one (free answers, no scores yet); run step two with the same "
+                "model and options plus --metadata decisions=<this run's --output_path>"
+            )
+        return {"output_type": "generate_until", "generation_kwargs": generation_kwargs(self.options)}
 
     # lm-eval renders "views" {"prompt": text}, one per side; a whole test shows its control.
     def doc_to_text(self, doc: dict, doc_to_text: Any = None) -> str:
-        return doc["prompt"] if "prompt" in doc else answer_prompt(side_text(doc, "control"))
+        return doc["prompt"] if "prompt" in doc else side_prompt(doc, "control")
 
     def doc_to_target(self, doc: dict, doc_to_target: Any = None) -> str:
         return ""  # a bias test has no correct answer
@@ -68,7 +95,7 @@ class CognitiveBiasTask(FamilyTask):
             raise ValueError(f"{self.config.task}: the cognitive-bias tests are zero-shot; drop --num_fewshot")
         return [
             super(CognitiveBiasTask, self).fewshot_context(
-                doc={"prompt": answer_prompt(side_text(doc, side))}, num_fewshot=0, **kwargs
+                doc={"prompt": side_prompt(doc, side)}, num_fewshot=0, **kwargs
             )
             for side in SIDES
         ]

@@ -1,7 +1,8 @@
 """The `biasmonkey report`: tables, figures and leaderboard files from harness outputs.
 
 `write_report(paths, out_dir)` finds every model's newest lm-eval samples / Inspect logs under
-`paths` (`inputs`), recomputes all statistics from the per-item records (`tables`, with
+`paths`, per model and per setting where one model ran a suite with several (`inputs`: never
+mixed), recomputes all statistics from the per-item records (`tables`, with
 `biasmonkey.metrics`), draws the figures (`figures`), writes the leaderboard files
 (`leaderboard`) and renders `report.md` and a self-contained `report.html` (`render`).
 The report opens with a summary (per model: human-likeness score, perturbations significant
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from biasmonkey.harness_ext.logs import describe
 from biasmonkey.harness_ext.report import figures
 from biasmonkey.harness_ext.report.hub import PLACEHOLDER_DATASET
 from biasmonkey.harness_ext.report.inputs import ModelResults, discover
@@ -85,13 +87,15 @@ def inputs_table(models: Sequence[ModelResults]) -> pd.DataFrame:
             "suite": out.suite,
             "task": task,
             "harness": out.harness,
+            "settings": describe(out.settings),
             "n_records": len(m.records[out.suite][task]),
             "file": str(out.path),
         }
         for m in models
         for task, out in sorted(m.sources.items())
     ]
-    return pd.DataFrame(rows, columns=["model", "model_path", "suite", "task", "harness", "n_records", "file"])
+    columns = ["model", "model_path", "suite", "task", "harness", "settings", "n_records", "file"]
+    return pd.DataFrame(rows, columns=columns)
 
 
 PAPER_NOTE = (
@@ -125,7 +129,10 @@ def inputs_section(models: Sequence[ModelResults], published: Sequence[str]) -> 
     s = Section(
         "Inputs",
         [
-            "Each model's newest output per task; every number above is recomputed from its per-item records.",
+            "Each model's newest output per setting and task; every number above is recomputed from its per-item "
+            "records. `settings`: what changes the numbers (run options, limit, sampling, seeds, …) as the harness "
+            "recorded it; a model run with several settings of one suite is one model per setting, named with the "
+            "settings that differ.",
             Table("Models and tasks", inputs_table(models).drop(columns=["file"])),
         ],
     )
@@ -183,7 +190,7 @@ def response_bias_section(
         s.blocks.append(Table("Human-likeness score per model", hl))
     for m in models:
         if m.tasks("response_bias"):
-            path = figures.bias_grid(rb, m.name, fig_dir / f"bias_grid_{m.name}.png")
+            path = figures.bias_grid(rb, m.name, fig_dir / f"bias_grid_{m.slug}.png")
             s.blocks.append(
                 Figure(
                     f"{m.name}: Δ per bias and perturbation; coloured by sign where p < {SIGNIFICANCE}, hatched otherwise",

@@ -1,18 +1,25 @@
 """Find harness outputs and rebuild their per-item records, per model and task.
 
 A results path is an lm-eval `--output_path` folder, an Inspect log folder, or a single Inspect
-log (`biasmonkey.harness_ext.logs`). Per model and task the newest output wins. Every number of
-the report is recomputed from the records read here, never from the aggregates a harness printed.
+log (`biasmonkey.harness_ext.logs`). Per model, settings and task the newest output wins. Every
+number of the report is recomputed from the records read here, never from the aggregates a harness
+printed.
+
+Models and settings are never mixed. A model is one entry of the report (its rows, its leaderboard
+folder) when each suite of it was run with one setting (e.g. response biases in sample mode, yes-no
+with its defaults); when a suite has outputs of several settings, the model has one entry per
+setting, named with the settings that differ, e.g. "smollm2 (mode=sample)".
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.logs import TaskOutput, newest, scan
+from biasmonkey.harness_ext.logs import Settings, TaskOutput, describe, newest, scan, short_name
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.families import FAMILIES, family_of
 
@@ -29,7 +36,7 @@ def suite_of(task: str) -> str | None:
 class ModelResults:
     """Everything found for one model: its records per suite and task, and run metadata."""
 
-    name: str  # the short name used in tables
+    name: str  # the short name used in tables (with the settings that tell it from the model's other entries)
     model: str  # the full model name or path the harness recorded
     sources: dict[str, TaskOutput] = field(default_factory=dict)  # lm-eval task name -> its output
     records: dict[str, dict[str, list]] = field(default_factory=lambda: {s: {} for s in SUITES})
@@ -38,10 +45,10 @@ class ModelResults:
     def tasks(self, suite: str) -> dict[str, list]:
         return self.records[suite]
 
-
-def short_name(model: str) -> str:
-    """A readable name: the last path component (hf/org/name, /models/name → name)."""
-    return Path(model.rstrip("/")).name or model
+    @property
+    def slug(self) -> str:
+        """The name as a file or folder name ("smollm2 (mode=sample)" → "smollm2_mode_sample")."""
+        return re.sub(r"[^A-Za-z0-9._-]+", "_", self.name).strip("_") or "model"
 
 
 def parse_names(pairs: Iterable[str]) -> dict[str, str]:
@@ -55,13 +62,42 @@ def parse_names(pairs: Iterable[str]) -> dict[str, str]:
     return names
 
 
+def _check_once(model: str, outputs: Sequence[TaskOutput]) -> None:
+    """One task of a model twice, from two harnesses or from two folders of one setting, is ambiguous."""
+    seen: dict[str, TaskOutput] = {}
+    for out in outputs:
+        prev = seen.setdefault(out.task, out)
+        if prev is not out and (prev.harness != out.harness or prev.settings == out.settings):
+            raise ValueError(
+                f"{lm_eval_task_name(out.task)} of model {model!r} found twice: {prev.path} ({prev.harness}) and "
+                f"{out.path} ({out.harness}); give one of them"
+            )
+
+
+def _entries(outputs: Sequence[TaskOutput]) -> list[tuple[Settings, list[TaskOutput]]]:
+    """A model's outputs as report entries, each with the settings that tell it from the others:
+    one entry when every suite has one setting, else one per setting."""
+    per_suite: dict[str, set[Settings]] = {}
+    for out in outputs:
+        per_suite.setdefault(out.suite, set()).add(out.settings)
+    if all(len(s) == 1 for s in per_suite.values()):
+        return [((), list(outputs))]
+    groups: dict[Settings, list[TaskOutput]] = {}
+    for out in outputs:
+        groups.setdefault(out.settings, []).append(out)
+    values = [dict(settings) for settings in groups]
+    differing = {k for v in values for k in v if len({w.get(k) for w in values}) > 1}
+    return [(tuple(kv for kv in settings if kv[0] in differing), group) for settings, group in sorted(groups.items())]
+
+
 def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None) -> list[ModelResults]:
-    """Every model's newest biasmonkey outputs under the given paths, records read, in name order.
+    """Every model's newest biasmonkey outputs per setting under the given paths, records read, in name order.
 
     Errors name the path: a path that does not exist or holds no biasmonkey output, a file that
-    cannot be read, the same task of one model found twice (in two harnesses or two folders)."""
+    cannot be read, the same task of one model found twice (in two harnesses, or in two folders
+    with one setting)."""
     names = dict(names or {})
-    models: dict[str, ModelResults] = {}
+    by_model: dict[str, list[TaskOutput]] = {}
     for raw in paths:
         found = newest(scan(raw))
         if not found:
@@ -70,20 +106,21 @@ def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
                 "or Inspect logs of biasmonkey/ tasks)"
             )
         for out in found:
-            name = names.get(out.model) or names.get(short_name(out.model)) or short_name(out.model)
-            entry = models.setdefault(name, ModelResults(name=name, model=out.model, config=dict(out.config)))
-            if entry.model != out.model:
-                raise ValueError(
-                    f"{raw}: models {entry.model!r} and {out.model!r} both have the short name {name!r}; "
-                    f"tell them apart with --name {out.model}=OTHER_NAME"
-                )
-            task = lm_eval_task_name(out.task)
-            if (prev := entry.sources.get(task)) is not None:
-                raise ValueError(
-                    f"{task} of model {out.model!r} found twice: {prev.path} ({prev.harness}) and {out.path} "
-                    f"({out.harness}); give one of them"
-                )
-            entry.sources[task] = out
+            by_model.setdefault(out.model, []).append(out)
+    models: dict[str, ModelResults] = {}
+    named: dict[str, str] = {}
+    for model, outputs in by_model.items():
+        name = names.get(model) or names.get(short_name(model)) or short_name(model)
+        if (other := named.setdefault(name, model)) != model:
+            raise ValueError(
+                f"models {other!r} and {model!r} both have the short name {name!r}; "
+                f"tell them apart with --name {model}=OTHER_NAME"
+            )
+        _check_once(model, outputs)
+        for settings, group in _entries(outputs):
+            label = f"{name} ({describe(settings)})" if settings else name
+            entry = models[label] = ModelResults(name=label, model=model, config=dict(group[0].config))
+            entry.sources = {lm_eval_task_name(out.task): out for out in group}
     from rich.progress import track
 
     outputs = [(entry, task, out) for entry in models.values() for task, out in sorted(entry.sources.items())]

@@ -52,7 +52,7 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from biasmonkey.harness_ext.logs import RESULTS_FILE, TaskOutput
+from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
 from biasmonkey.harness_ext.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, SIGNED_METRIC, direction_note
 from biasmonkey.harness_ext.report.inputs import ModelResults
 from biasmonkey.metrics.response_bias import BIASES
@@ -89,17 +89,6 @@ TRACKER_KEYS = (
     "chat_template",
     "chat_template_sha",
 )
-# Inspect GenerateConfig fields that are about connections, not generation (left out of `gen_kwargs`).
-CONNECTION_SETTINGS = {
-    "max_retries",
-    "timeout",
-    "attempt_timeout",
-    "stream_idle_timeout",
-    "max_connections",
-    "adaptive_connections",
-    "batch",
-    "cache",
-}
 # Adjusted p-values the report adds: {family: (metric, the report table with its p columns)}.
 ADJUSTED = {"response_bias": ("delta_p", "response_bias"), "cognitive": ("score_p", "cognitive")}
 
@@ -182,12 +171,8 @@ def _timestamp(text: str | None) -> float | None:
 
 
 def _lm_eval_results_path(out: TaskOutput) -> Path:
-    """The results file written with a samples file (same stamp), else the folder's newest."""
-    same = out.path.parent / f"results_{out.stamp}.json"
-    if same.is_file():
-        return same
-    others = sorted(p for p in out.path.parent.glob("results_*.json") if RESULTS_FILE.match(p.name))
-    return others[-1] if others else same
+    """The results file written with a samples file (same stamp; never another run's, so may not exist)."""
+    return out.path.parent / f"results_{out.stamp}.json"
 
 
 def source_runs(m: ModelResults) -> dict[str, SourceRun]:
@@ -427,7 +412,10 @@ def results_json(
         "report_name": m.name,
         "hub_dataset": hub_dataset,
         "recomputed_from": "per-item records",
-        "sources": {task: {"harness": out.harness, "path": str(out.path)} for task, out in sorted(m.sources.items())},
+        "sources": {
+            task: {"harness": out.harness, "path": str(out.path), "settings": describe(out.settings)}
+            for task, out in sorted(m.sources.items())
+        },
     }
     dates = [d for r in runs.values() if (d := r.date) is not None]
     seconds = [s for r in {id(r): r for r in runs.values()}.values() if (s := r.seconds) is not None]
@@ -505,7 +493,8 @@ def leaderboard_text(written: list[Path], hub_dataset: str) -> list[str]:
     """The report's "Leaderboard files" section."""
     n_results = sum(p.suffix == ".json" for p in written)
     text = [
-        f"Per model, `leaderboard/<model>/results_<timestamp>.json` is an lm-eval results file (lm-eval's file name and "
+        "Per model (per model and setting where one model ran a suite with several settings; never mixed), "
+        "`leaderboard/<model>/results_<timestamp>.json` is an lm-eval results file (lm-eval's file name and "
         "keys, so lm-eval's readers and the tools built on them load it; every metric recomputed from the records, plus "
         "Holm/BH adjusted p-values) and `leaderboard/<model>/.eval_results/<task>.yaml` holds the task's Hugging Face Hub "
         "evaluation result. The Hub value is a magnitude where lower = less biased: |Δ| in percentage points for a "
@@ -535,11 +524,12 @@ def write_leaderboard(
     now: datetime | None = None,
 ) -> list[Path]:
     """Write `<out_dir>/<model>/results_<timestamp>.json` and `<out_dir>/<model>/.eval_results/<task>.yaml`
-    (replacing what an earlier report wrote there); return the written paths."""
+    (replacing what an earlier report wrote there), one folder per report entry (a model, or a model and
+    the settings that tell it from its other entries: `ModelResults.slug`); return the written paths."""
     name = results_file_name(now or datetime.now())
     written = []
     for m in models:
-        folder = out_dir / m.name
+        folder = out_dir / m.slug
         folder.mkdir(parents=True, exist_ok=True)
         for path in _stale(folder):
             path.unlink()

@@ -1,7 +1,9 @@
 """Per-test records to and from what each harness logs.
 
 - lm-eval `--log_samples`: the test `doc` and its results: exact mode one `(log-likelihood,
-  is_greedy)` per answer label, control then treatment; generate mode one answer text per side.
+  is_greedy)` per answer label, control then treatment; generate mode one answer text per side
+  (two_step: step one's free answers, or step two's extraction replies, with the free answers in
+  the doc; `two_step.py`).
 - Inspect: `Score.value` holds flat numbers: `score` (m, NaN for a failed test), `failed`,
   `control_failed`, `treatment_failed` (0/1), `answer_control`, `answer_treatment` (zero-based
   original indices, NaN when unreadable) and `random_baseline`. With `--epochs N` Inspect's mean
@@ -16,7 +18,14 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, random_baseline_of, score_answers, score_exact
+from biasmonkey.tasks.cognitive.scoring import (
+    CognitiveRecord,
+    random_baseline_of,
+    score_answers,
+    score_exact,
+    step_one_record,
+)
+from biasmonkey.tasks.cognitive.two_step import DECIDE, EXTRACT, STEP
 from biasmonkey.tasks.contract import LoggedScore
 
 
@@ -27,7 +36,11 @@ def record_from_results(doc: Mapping[str, Any], results: Sequence[Any], mode: st
         n_control = len(doc["control_options"])
         return score_exact(doc, lls[:n_control], lls[n_control:])
     control, treatment = results
-    return score_answers(doc, control, treatment)
+    step = doc.get(STEP)
+    if step == DECIDE:
+        return step_one_record(doc, control, treatment)
+    decisions = (doc["decision_control"], doc["decision_treatment"]) if step == EXTRACT else None
+    return score_answers(doc, control, treatment, decisions)
 
 
 def from_lm_eval(doc: Mapping[str, Any], results: list[Any]) -> CognitiveRecord:

@@ -79,6 +79,12 @@ BIASES: dict[str, str] = {
 
 log = logging.getLogger(__name__)
 
+# Metric parameters the authors corrected after publishing the dataset, whose metric_params keep the
+# old ones: their Conservatism metric mirrored the treatment answer (flip_treatment, i.e. x_2 = n − 1)
+# until commit bb3d532 (merged 2025-10-30); since 2025-10-31 their run/analysis.py recomputes every
+# Conservatism score with k = −1, x_1 = x_2 = 0. Run option metric_params=corrected applies these.
+CORRECTED_PARAMS: dict[str, tuple[int, float, float]] = {"conservatism": (-1, 0.0, 0.0)}
+
 
 def _bias_key(name: str) -> str:
     return re.sub(r"[^a-z0-9]", "", name.lower())

@@ -11,6 +11,7 @@ from biasmonkey.tasks.cognitive import codecs
 from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
+from biasmonkey.tasks.cognitive.two_step import DECIDE
 from biasmonkey.tasks.contract import Family, Metric, t_test_metrics
 
 
@@ -25,7 +26,10 @@ TASKS: dict[str, dict[str, Any]] = {task_name(slug): {"bias": slug} for slug in 
 def metrics(options: CognitiveOptions, harness: str, bias: str) -> list[Metric[CognitiveRecord]]:
     """The mean bias score with its t-test over the tests that did not fail, the failure rate,
     the random-choice baseline and, in exact mode, the expected score under the model's answer
-    distributions."""
+    distributions. Step one of lm-eval's two-step runs has no answers yet: only the number of
+    tests with free answers."""
+    if harness == "lm_eval" and options.lm_eval_step == DECIDE:
+        return [Metric("n_decisions", True, lambda r: 1.0, lambda values: float(len(values)))]
     table = [
         *t_test_metrics("score", "n_tests", lambda r: r.score, False),
         Metric("failure_rate", False, lambda r: r.failure_weight),
@@ -37,7 +41,8 @@ def metrics(options: CognitiveOptions, harness: str, bias: str) -> list[Metric[C
 
 
 def docs(options: CognitiveOptions, bias: str) -> list[dict[str, Any]]:
-    return options.task_docs(bias)
+    """The lm-eval documents (Inspect's samples are `options.task_docs`)."""
+    return options.lm_eval_docs(bias)
 
 
 FAMILY: Family[CognitiveRecord] = Family(

@@ -1,19 +1,22 @@
 """Prompts of the cognitive-bias tests: option order, answer labels, decision and extraction.
 
-As in the paper, the options of a seeded half of the tests are offered in reverse order (control
-and treatment of a test alike) and answers are mapped back to the original order before scoring.
+As in the paper, the options of some tests are offered in reverse order (control and treatment of a
+test alike) and answers are mapped back to the original order before scoring: by default the tests
+the authors' decision code reverses (`authors_reversed`), else a fair coin per test (`is_reversed`).
 Options are always numbered "Option 1" … "Option n" in the order they are offered.
 
-Two sets of prompts for the paper's two-step protocol (Inspect, run option `prompts`):
+Two sets of prompts for the paper's two-step protocol (`protocol=two_step`, run option `prompts`):
 `paper`, the authors' decision and extraction prompts exactly as published (the default), and
-`biasmonkey`, our own wording of the same two steps. The one-step prompt (lm-eval's generate and
-exact modes, Inspect's `protocol=one_step`) is ours: the paper has no one-step protocol.
+`biasmonkey`, our own wording of the same two steps. The one-step prompt (exact mode and
+`protocol=one_step`) is ours: the paper has no one-step protocol.
 """
 
 from __future__ import annotations
 
 import hashlib
+import random
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -25,8 +28,8 @@ OPTION_PATTERN = re.compile(r"\b(?:[oO]ption) (\d+)\b")
 
 _INTRO = "You are given a decision task with several answer options."
 
-# biasmonkey's one-step prompt (exact mode, and generate mode in lm-eval, which cannot chain a
-# second call): the answer is the option line itself. Our own wording.
+# biasmonkey's one-step prompt (exact mode and protocol=one_step): the answer is the option line
+# itself. Our own wording.
 BIASMONKEY_ONE_STEP_PROMPT = (
     _INTRO + "\n\n{test}\n\n"
     "Choose exactly one option. Reply with the line of the option you choose, copied exactly "
@@ -75,7 +78,7 @@ class TwoStepPrompts:
 
 # The authors' prompts, exactly as their code sends them: `decision_prompt` and
 # `extraction_prompt` of models/<Developer>/prompts.yml in simonmalberg/cognitive-biases-in-llms
-# (identical in models/Google @ 16fab865, models/Llama @ 09c8264a and models/Random @ 196f6013),
+# (identical in the files of all nine model classes @ a3d2465 and in models/Llama @ 09c8264a),
 # after YAML loading: the files write them as folded scalars (`>-`), where each blank line
 # becomes one newline. The same words are printed in the paper's Appendix D (Malberg et al.,
 # 2025), where the PDF typesets the extraction headings' "---" as dashes.
@@ -126,6 +129,32 @@ def two_step_prompts(name: str = DEFAULT_PROMPTS) -> TwoStepPrompts:
         raise ValueError(f"option prompts={name!r} is invalid; use one of {', '.join(TWO_STEP_PROMPTS)}") from None
 
 
+# Rows per batch of the authors' decision runs: run/test_decision.py splits the 30,000 tests into
+# 3,000 batches (np.array_split of the dataset file, i.e. consecutive rows).
+AUTHORS_BATCH = 10
+REVERSALS = ("authors", "hash")
+
+
+def authors_reversed(rows: Sequence[int], seed: int = 42, step: int = 1) -> list[bool]:
+    """Whether the authors' decision code offers each test of one bias reversed, from the tests'
+    data rows (counted from 1) in file order.
+
+    Per batch of 10 consecutive rows and per bias, their script calls `LLM.decide_all(tests, seed=42,
+    max_retries=1)`, which decides the j-th test of that bias in the batch with seed 42 + j (after
+    each test it adds max_retries − retry, i.e. 1); `Template.get_options` reverses a test's options
+    when `random.Random(seed).random() < 0.5`. Within a batch seeds 43, 44, 45, 47, 49, 50, 51
+    reverse and 42, 46, 48 do not. `step` = 5 gives the script before 2024-10-07 (max_retries=5:
+    seeds 42 + 5j, six of ten reversed).
+    """
+    seen: Counter[int] = Counter()
+    flags = []
+    for row in rows:
+        batch = (row - 1) // AUTHORS_BATCH
+        flags.append(random.Random(seed + step * seen[batch]).random() < 0.5)
+        seen[batch] += 1
+    return flags
+
+
 def is_reversed(test_id: str, seed: int) -> bool:
     """Whether a test's options are offered in reverse: a fair coin per (seed, test id),
     the same on every machine and independent of which other tests are loaded."""
@@ -156,6 +185,11 @@ def render_test(stem: str, options: Sequence[str], reversed_options: bool) -> st
 def side_text(doc: Mapping[str, Any], side: str) -> str:
     """The rendered control or treatment test of a harness document (see data.CognitiveTest.to_doc)."""
     return render_test(doc[f"{side}_stem"], doc[f"{side}_options"], doc["reversed"])
+
+
+def side_options(doc: Mapping[str, Any], side: str) -> list[str]:
+    """The option texts of one side of a harness document, in the order they are shown."""
+    return offered(doc[f"{side}_options"], doc["reversed"])
 
 
 def answer_prompt(test_text: str) -> str:

@@ -2,8 +2,10 @@
 
 An adapter turns one test's model outputs into a CognitiveRecord: in exact mode the log-likelihood
 of each answer label after the control and after the treatment prompt, in generate mode the
-two answer texts. Answers are mapped back to the original option order here; every set-level
-number is computed from a list of records (`summarize_records`).
+two answer texts (in the two-step protocol the extraction replies, with the free answers they
+were extracted from). Answers are mapped back to the original option order here; every
+set-level number is computed from a list of records (`summarize_records`). Both harnesses build
+their records with these functions, so the same texts give the same records and metrics.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ class CognitiveRecord:
     p_treatment: list[float] | None
     answer_control: int | None  # zero-based; exact mode: the most likely option
     answer_treatment: int | None
-    response_control: str | None  # generate mode: the text the answer was read from
+    response_control: str | None  # generate mode: the text the answer was read from (two_step: the extraction reply)
     response_treatment: str | None
     score: float | None  # m at the two answers; None when the test failed
     expected_score: float | None  # exact mode: E[m] under the two distributions
@@ -43,6 +45,9 @@ class CognitiveRecord:
     failure: str | None = None  # why the test has no score
     # Records rebuilt from an epoch-averaged Inspect score: the share of its epochs that failed.
     failed_share: float | None = None
+    # Two-step protocol: the free answers the extraction step read (None in the other modes).
+    decision_control: str | None = None
+    decision_treatment: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -129,8 +134,14 @@ def read_answer(text: str, n_options: int, reversed_options: bool) -> tuple[int 
     return to_original(number - 1, n_options, reversed_options), None
 
 
-def score_answers(doc: Mapping[str, Any], control_answer: str, treatment_answer: str) -> CognitiveRecord:
-    """Generate mode: the answer texts (one-step answers, or the extraction step's output).
+def score_answers(
+    doc: Mapping[str, Any],
+    control_answer: str,
+    treatment_answer: str,
+    decisions: tuple[str, str] | None = None,
+) -> CognitiveRecord:
+    """Generate mode: the answer texts (one-step answers, or the extraction step's replies, with
+    the two free answers they were extracted from as `decisions`).
 
     A side without a valid "Option N" fails the test: it gets no score and is counted in the
     failure rate, as the paper did.
@@ -154,6 +165,30 @@ def score_answers(doc: Mapping[str, Any], control_answer: str, treatment_answer:
         score=score,
         expected_score=None,
         failure="; ".join(failures) or None,
+        decision_control=decisions[0] if decisions else None,
+        decision_treatment=decisions[1] if decisions else None,
+    )
+
+
+# Why a record of step one of lm-eval's two-step runs has no score yet.
+STEP_ONE_ONLY = "two-step protocol, step one only: free answers, not yet extracted (run step two with decisions=...)"
+
+
+def step_one_record(doc: Mapping[str, Any], control_decision: str, treatment_decision: str) -> CognitiveRecord:
+    """Step one of the two-step protocol in lm-eval (`two_step.py`): the free answers, no answer or score yet."""
+    return CognitiveRecord(
+        **_common(doc, "generate"),
+        p_control=None,
+        p_treatment=None,
+        answer_control=None,
+        answer_treatment=None,
+        response_control=None,
+        response_treatment=None,
+        score=None,
+        expected_score=None,
+        failure=STEP_ONE_ONLY,
+        decision_control=control_decision,
+        decision_treatment=treatment_decision,
     )
 
 

@@ -14,7 +14,9 @@ DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
 @dataclass(frozen=True)
 class YesNoOptions(Options):
     k: int = option(K_FOLDS, "folds of the Specific correction (each fold is calibrated on the others)")
-    seed: int = option(SEED, "seeds the Specific correction's stratified folds")
+    seed: int = option(
+        SEED, "random_state of the Specific folds of COMPS, Arith and bAbI (EWoK's folds are consecutive blocks)"
+    )
     top_logprobs: int = option(DEFAULT_TOP_LOGPROBS, "alternatives requested per answer", harnesses=("inspect",))
     null_prompt: str | None = option(
         None,

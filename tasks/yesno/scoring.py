@@ -9,12 +9,13 @@ when there is none), and turns them into an ItemRecord. Every task-level number 
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from biasmonkey.metrics.yesno import K_FOLDS, SEED, YesNoSummary, answer_logprob, summarize_yesno
+from biasmonkey.metrics.yesno import K_FOLDS, SEED, YesNoSummary, answer_logprob, authors_folds, summarize_yesno
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, NO_CONTINUATIONS, YES_CONTINUATIONS
 
 # No-context log-probabilities are one number per model; copies logged with each item must agree.
@@ -115,17 +116,39 @@ def null_answer_logprobs(records: Sequence[ItemRecord]) -> tuple[float, float] |
     return y0, n0
 
 
+def file_position(record: ItemRecord) -> tuple[str, str, int]:
+    """(dataset, EWoK domain, row): the item's place in the authors' files (ids end with the row)."""
+    row = re.search(r"(\d+)$", record.id)
+    if row is None:
+        raise ValueError(f"item id {record.id!r} does not end with its row number")
+    return record.dataset, record.domain or "", int(row.group(1))
+
+
+def specific_folds(records: Sequence[ItemRecord], k: int = K_FOLDS, seed: int = SEED) -> list[int]:
+    """The authors' fold of each record (`metrics.yesno.authors_folds`), made per question set and,
+    for EWoK, per domain, each over its items in file order; negative: in no fold."""
+    folds = [0] * len(records)
+    groups: dict[tuple[str, str], list[int]] = {}
+    for i, r in sorted(enumerate(records), key=lambda ir: file_position(ir[1])):
+        groups.setdefault((r.dataset, r.domain or ""), []).append(i)
+    for (dataset, _), members in groups.items():
+        for i, f in zip(members, authors_folds([records[i].gold_yes for i in members], dataset, k, seed)):
+            folds[i] = int(f)
+    return folds
+
+
 def summarize(records: Sequence[ItemRecord], k: int = K_FOLDS, seed: int = SEED) -> YesNoSummary:
-    """Task-level numbers from per-item records (in id order, so the fold draw is order-free)."""
+    """Task-level numbers from per-item records (any order). The Specific correction calibrates
+    each question set and each EWoK domain on its own, in the authors' folds (`specific_folds`)."""
     dup = sorted(i for i, count in Counter(r.id for r in records).items() if count > 1)
     if dup:
         raise ValueError(f"duplicate item ids in the records: {dup[:5]}")
-    ordered = sorted(records, key=lambda r: r.id)
+    ordered = sorted(records, key=file_position)
     return summarize_yesno(
         [r.yes for r in ordered],
         [r.no for r in ordered],
         [r.gold_yes for r in ordered],
         null=null_answer_logprobs(ordered),
-        k=k,
-        seed=seed,
+        folds=specific_folds(ordered, k, seed),
+        groups=[(r.dataset, r.domain or "") for r in ordered],
     )

@@ -28,22 +28,47 @@ spelling's log-probability from that one response.
   backend conditions on it.
 - `generate_until` (sample and generate modes): one request per distinct (prompt, settings).
 
-Requests run concurrently (`num_concurrent`, default 4); connection errors, timeouts, 408, 409,
-425, 429 and 5xx are retried with exponential backoff (`max_retries`). Any other failure is an
-error naming the server and its message.
+Off the happy path:
+
+- Nothing finished is lost: each prompt's answers go to lm-eval's request cache (`--use_cache`,
+  committed to its SQLite file at once) as soon as its response is read, so a run that fails
+  later resumes with only the missing prompts. After a request fails for good no new request
+  starts; those in flight finish (and are cached), then the error is raised.
+- Bounded waits: each attempt gets `timeout` seconds in all (connecting, queueing at the server,
+  reading), and a request gets `max_retries + 1` attempts, with a randomised exponential backoff
+  of at most min(0.5 * 2^i s, 10 s, timeout) between attempts i and i + 1. So a server that hangs
+  fails the run after about timeout * (max_retries + 1): 8 minutes with the defaults, 120 s and 3
+  retries, chosen to outlast a busy server's queue (a 1-token request takes well under a
+  second on a GPU) without stalling an unattended run for half an hour. Raise `timeout` for slow
+  generation (a CPU llama.cpp server writing `max_gen_toks` tokens for several concurrent
+  requests, which it serves one at a time).
+- Retried: connection errors, timeouts, HTTP 408, 409, 425, 429 and 5xx, and HTTP 200 answers
+  that are not JSON or lack the fields read (`choices`, `logprobs`, `text`). When the attempts
+  run out, and for any other failure, the error (`ServerError`) names the URL, the attempts and
+  what went wrong (the server's message, or the first 200 characters of a malformed answer).
+- API keys (hosted endpoints): a key is sent as `Authorization: Bearer <key>`. It is read from
+  the environment variable `BIASMONKEY_API_KEY`, or from the variable named by
+  `api_key_env=NAME` (e.g. `api_key_env=OPENAI_API_KEY`; never read unless named). `api_key=KEY`
+  works too, but lm-eval writes `--model_args` into its logs and results files: keep the key in
+  the environment to keep it out of them. HTTP 401/403 is an error naming the URL and where the
+  key came from (or that none was sent); the key itself is never printed.
 
 Model arguments: `base_url` (the server's `/v1` URL), `model` (the served name), `tokenizer`
 (HF folder or hub id of the served model's tokenizer, default: `model`; requests are split into
-tokens as lm-eval splits them), `num_concurrent`, `top_logprobs` (default 20), `max_retries` (5), `timeout`
-(seconds, 300), `token_id_logprobs` (true), `max_gen_toks` (256).
+tokens as lm-eval splits them), `num_concurrent` (4), `top_logprobs` (20), `timeout` (seconds per
+attempt, 120), `max_retries` (3), `api_key_env` (`BIASMONKEY_API_KEY`), `api_key`,
+`token_id_logprobs` (true), `max_gen_toks` (256).
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
+import os
 import random
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 from lm_eval.api.model import TemplateLM
@@ -52,16 +77,41 @@ from tqdm import tqdm
 
 from biasmonkey.metrics.top_logprobs import ImputedLogprob, spaced_token, spelling_logprobs
 
+DEFAULT_TIMEOUT = 120.0  # seconds per attempt
+DEFAULT_MAX_RETRIES = 3
+MAX_BACKOFF = 10.0  # seconds between two attempts, at most
+API_KEY_ENV = "BIASMONKEY_API_KEY"
 RETRIED_STATUS = {408, 409, 425, 429, 500, 502, 503, 504}
-RETRIED_ERRORS = (httpx.TransportError,)  # connection refused/reset, timeouts, protocol errors
+RETRIED_ERRORS = (httpx.TransportError, asyncio.TimeoutError)  # refused/reset connections, timeouts
+REFUSED_STATUS = {401, 403}
 TOKEN_ID_FIELDS = ("logprob_token_ids", "return_tokens_as_token_ids")
 TOKEN_ID_KEY = "token_id:"
 STOP_BIAS = -100.0
+EXCERPT = 200  # characters of a malformed answer quoted in the error
+T = TypeVar("T")
 Job = Callable[[httpx.AsyncClient], Awaitable[Any]]  # one request, given the shared client
 
 
 class ServerError(RuntimeError):
-    """The server failed a request for a reason retrying will not fix."""
+    """The server failed a request for a reason retrying will not fix, or failed every attempt."""
+
+
+class Malformed(ValueError):
+    """An HTTP 200 answer without what the request needs (retried like a 5xx)."""
+
+
+class Secret:
+    """A string that never shows in a repr, str or log line (the API key)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: str) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        return "<hidden>"
+
+    __str__ = __repr__
 
 
 def _hint(message: str) -> str:
@@ -77,6 +127,57 @@ def _as_bool(value: Any) -> bool:
     return value if isinstance(value, bool) else str(value).lower() in ("1", "true", "yes")
 
 
+def _whole(name: str, value: Any, minimum: int) -> int:
+    """A model argument that must be a whole number >= minimum."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise ValueError(f"biasmonkey-server: {name}={value!r} must be a whole number") from None
+    if number < minimum:
+        raise ValueError(f"biasmonkey-server: {name}={number} must be at least {minimum}")
+    return number
+
+
+def _seconds(name: str, value: Any) -> float:
+    """A model argument that must be a positive, finite number of seconds."""
+    try:
+        number = float(str(value))
+    except ValueError:
+        number = math.nan
+    if not (0 < number < math.inf):
+        raise ValueError(f"biasmonkey-server: {name}={value!r} must be a positive number of seconds")
+    return number
+
+
+def _first_choice(body: Any) -> dict[str, Any]:
+    choices = body.get("choices") if isinstance(body, dict) else None
+    if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
+        raise Malformed("no `choices`")
+    return choices[0]
+
+
+def _read_top(body: Any) -> dict[str, float]:
+    """`choices[0].logprobs.top_logprobs[0]`: the first generated token's top-k, {token: log-probability}."""
+    choice = _first_choice(body)
+    logprobs = choice.get("logprobs")
+    tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
+    top = tops[0] if isinstance(tops, list) and tops else None
+    if not (isinstance(top, dict) and top and all(isinstance(v, (int, float)) for v in top.values())):
+        raise Malformed(
+            f"no log-probabilities in `choices[0].logprobs.top_logprobs` (finish_reason="
+            f"{choice.get('finish_reason')!r}); does the server return `logprobs`?"
+        )
+    return top
+
+
+def _read_text(body: Any) -> str:
+    """`choices[0].text`: the generated text."""
+    text = _first_choice(body).get("text")
+    if not isinstance(text, str):
+        raise Malformed("no `text` in `choices[0]`")
+    return text
+
+
 @register_model("biasmonkey-server")
 class ServedLM(TemplateLM):
     """One completions request per distinct prompt (see the module docstring)."""
@@ -88,8 +189,10 @@ class ServedLM(TemplateLM):
         tokenizer: str | None = None,
         num_concurrent: int = 4,
         top_logprobs: int = 20,
-        max_retries: int = 5,
-        timeout: float = 300.0,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float = DEFAULT_TIMEOUT,
+        api_key_env: str | None = None,
+        api_key: str | None = None,
         token_id_logprobs: bool = True,
         max_gen_toks: int = 256,
         **_harness_args: Any,  # batch_size, device, …: meaningless for a server
@@ -102,10 +205,17 @@ class ServedLM(TemplateLM):
             raise ValueError(
                 "biasmonkey-server needs tokenizer=<HF folder or hub id of the served model's tokenizer> in --model_args"
             )
+        self.base_url = str(base_url).rstrip("/")
+        self.model = model
+        self.num_concurrent = _whole("num_concurrent", num_concurrent, 1)
+        self.top_logprobs = _whole("top_logprobs", top_logprobs, 1)
+        self.max_gen_toks = _whole("max_gen_toks", max_gen_toks, 1)
+        self.max_retries = _whole("max_retries", max_retries, 0)
+        self.timeout = _seconds("timeout", timeout)
+        self.token_id_logprobs = _as_bool(token_id_logprobs)
+        self._api_key, self.api_key_env, self.api_key_source = self._find_key(api_key, api_key_env)
         from transformers import AutoTokenizer
 
-        self.base_url = base_url.rstrip("/")
-        self.model = model
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(tokenizer)
         except (OSError, ValueError) as err:
@@ -114,21 +224,27 @@ class ServedLM(TemplateLM):
                 "tokenizer=<HF folder or hub id of the served model's tokenizer>"
             ) from err
         self.tokenizer_source = tokenizer
-        self.num_concurrent = int(num_concurrent)
-        self.top_logprobs = int(top_logprobs)
-        self.max_retries = int(max_retries)
-        self.timeout = float(timeout)
-        self.token_id_logprobs = _as_bool(token_id_logprobs)
-        self.max_gen_toks = int(max_gen_toks)
-        for name in ("num_concurrent", "top_logprobs", "max_gen_toks"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"biasmonkey-server: {name}={getattr(self, name)} must be at least 1")
         self.stop_bias = {str(i): STOP_BIAS for i in self.tokenizer.all_special_ids}
         self.reset_counters()
 
+    @staticmethod
+    def _find_key(api_key: Any, api_key_env: Any) -> tuple[Secret | None, str | None, str]:
+        """(the key, the variable it comes from, where it comes from in words)."""
+        if api_key not in (None, "") and api_key_env not in (None, ""):
+            raise ValueError("biasmonkey-server: give api_key_env=NAME or api_key=KEY, not both")
+        if api_key not in (None, ""):
+            return Secret(str(api_key)), None, "the api_key model arg"
+        name = str(api_key_env or API_KEY_ENV)
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):  # never echo it: it may be the key itself
+            raise ValueError("biasmonkey-server: api_key_env= takes the name of an environment variable, not a key")
+        key = os.environ.get(name) or None
+        if key is None and api_key_env:
+            raise ValueError(f"biasmonkey-server: api_key_env={name}, but the environment variable ${name} is not set")
+        return (Secret(key) if key else None), name, f"${name}"
+
     def reset_counters(self) -> None:
         self.requests_sent = 0  # HTTP requests, retries included
-        self.prompts_scored = 0  # distinct prompts of loglikelihood requests
+        self.prompts_scored = 0  # distinct prompts of loglikelihood requests answered
         self.imputed = 0  # spellings given the floor
 
     # ------------------------------------------------------------------ tokenizer (lm-eval's interface)
@@ -163,9 +279,8 @@ class ServedLM(TemplateLM):
         self, requests: list[tuple[tuple[str, str], list[int], list[int]]], disable_tqdm: bool = False, **kwargs: Any
     ) -> list[tuple[float, bool]]:
         """Group the requests by prompt text, send one request per prompt, read each continuation."""
-        by_prompt: dict[str, list[int]] = {}
-        keys = []
-        for (context, continuation), _, continuation_enc in requests:
+        by_prompt: dict[str, tuple[list[int], list[int]]] = {}  # prompt -> (token ids, request indices)
+        for n, ((context, continuation), _, continuation_enc) in enumerate(requests):
             if len(continuation_enc) != 1:
                 raise ValueError(
                     f"biasmonkey-server reads one-token continuations from the next-token log-probabilities; "
@@ -174,25 +289,27 @@ class ServedLM(TemplateLM):
                     f"in exact mode) need a model pass over each continuation: use --backend hf, or run them "
                     f'with --metadata \'{{"mode": "generate"}}\' through the server.'
                 )
-            prompt = self._prompt_text(context)
-            ids = by_prompt.setdefault(prompt, [])
+            ids, indices = by_prompt.setdefault(self._prompt_text(context), ([], []))
             if continuation_enc[0] not in ids:
                 ids.append(continuation_enc[0])
-            keys.append((prompt, continuation_enc[0]))
+            indices.append(n)
 
-        answers = self._run_all(
-            [lambda client, p=prompt, i=ids: self._score_prompt(client, p, i) for prompt, ids in by_prompt.items()],
-            "Scoring prompts",
-            disable_tqdm,
-        )
-        scored = dict(zip(by_prompt, answers))
-        self.prompts_scored += len(by_prompt)
-        results = []
-        for ((context, continuation), _, _), (prompt, token) in zip(requests, keys):
-            answer = scored[prompt][token]
-            self.cache_hook.add_partial("loglikelihood", (context, continuation), answer)
-            results.append(answer)
-        return results
+        answers: list[Any] = [None] * len(requests)
+        groups = list(by_prompt.values())
+
+        def done(k: int, scored: dict[int, tuple[float, bool]]) -> None:
+            """Answer prompt k's requests and cache them (lm-eval's --use_cache) the moment it is read."""
+            self.prompts_scored += 1
+            for n in groups[k][1]:
+                key, _, continuation_enc = requests[n]
+                answers[n] = scored[continuation_enc[0]]
+                self.cache_hook.add_partial("loglikelihood", key, answers[n])
+
+        jobs = [
+            lambda client, p=prompt, i=ids: self._score_prompt(client, p, i) for prompt, (ids, _) in by_prompt.items()
+        ]
+        self._run_all(jobs, done, "Scoring prompts", disable_tqdm)
+        return answers
 
     def _prompt_text(self, context: str) -> str:
         """The text the server tokenizes: lm-eval's context, trailing spaces moved to the continuation
@@ -211,16 +328,9 @@ class ServedLM(TemplateLM):
         }
         if self.token_id_logprobs:
             payload.update(logprob_token_ids=ids, return_tokens_as_token_ids=True)
-        choice = (await self._post(client, "/completions", payload))["choices"][0]
-        top = ((choice.get("logprobs") or {}).get("top_logprobs") or [None])[0]
-        if not top:
-            raise ServerError(
-                f"{self.base_url}: no log-probabilities in the response to prompt …{prompt[-60:]!r} "
-                f"(finish_reason={choice.get('finish_reason')!r}); does the server return `logprobs`?"
-            )
-        return self._read_top(top, ids)
+        return self._read_spellings(await self._post(client, "/completions", payload, _read_top), ids)
 
-    def _read_top(self, top: dict[str, float], ids: list[int]) -> dict[int, tuple[float, bool]]:
+    def _read_spellings(self, top: dict[str, float], ids: list[int]) -> dict[int, tuple[float, bool]]:
         """Each token's (log-probability, is the top token) from one top-k dict, keyed by token id
         (`token_id:330`) or by text (" A"); tokens the dict lacks get the imputed floor."""
         by_id = all(k.startswith(TOKEN_ID_KEY) for k in top)
@@ -245,22 +355,22 @@ class ServedLM(TemplateLM):
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """Greedy (or sampled, as the task asks) completions, one request per distinct (prompt, settings)."""
-        distinct: dict[tuple[str, str], tuple[str, dict[str, Any]]] = {}
-        for context, gen_kwargs in (r.args for r in requests):
-            distinct.setdefault((context, repr(sorted(gen_kwargs.items()))), (context, gen_kwargs))
-        texts = self._run_all(
-            [lambda client, c=context, k=kwargs: self._generate(client, c, k) for context, kwargs in distinct.values()],
-            "Generating",
-            disable_tqdm,
-        )
-        done = dict(zip(distinct, texts))
-        results = []
-        for request in requests:
-            context, gen_kwargs = request.args
-            text = done[(context, repr(sorted(gen_kwargs.items())))]
-            self.cache_hook.add_partial("generate_until", request.args, text)
-            results.append(text)
-        return results
+        distinct: dict[tuple[str, str], tuple[str, dict[str, Any], list[int]]] = {}  # -> (prompt, settings, requests)
+        for n, (context, gen_kwargs) in enumerate(r.args for r in requests):
+            key = (context, repr(sorted(gen_kwargs.items())))
+            distinct.setdefault(key, (context, gen_kwargs, []))[2].append(n)
+        texts: list[Any] = [None] * len(requests)
+        groups = list(distinct.values())
+
+        def done(k: int, text: str) -> None:
+            """Answer prompt k's requests and cache them (lm-eval's --use_cache) the moment it is read."""
+            for n in groups[k][2]:
+                texts[n] = text
+                self.cache_hook.add_partial("generate_until", requests[n].args, text)
+
+        jobs = [lambda client, c=context, k=kwargs: self._generate(client, c, k) for context, kwargs, _ in groups]
+        self._run_all(jobs, done, "Generating", disable_tqdm)
+        return texts
 
     async def _generate(self, client: httpx.AsyncClient, context: str, gen_kwargs: dict[str, Any]) -> str:
         until = gen_kwargs.get("until") or []
@@ -276,54 +386,99 @@ class ServedLM(TemplateLM):
         for name in ("top_p", "seed"):
             if name in gen_kwargs:
                 payload[name] = gen_kwargs[name]
-        text = (await self._post(client, "/completions", payload))["choices"][0]["text"]
+        text = await self._post(client, "/completions", payload, _read_text)
         for stop in until:  # servers that cap the number of stop strings
             text = text.split(stop, 1)[0]
         return text
 
     # ------------------------------------------------------------------ HTTP
 
-    def _run_all(self, jobs: Sequence[Job], label: str, disable_tqdm: bool) -> list[Any]:
-        """Run coroutine factories concurrently (at most num_concurrent at a time), in order."""
-        return asyncio.run(self._gather(jobs, label, disable_tqdm))
+    def _run_all(self, jobs: Sequence[Job], done: Callable[[int, Any], None], label: str, disable_tqdm: bool) -> None:
+        """Run coroutine factories concurrently (at most num_concurrent at a time); `done(k, result)`
+        gets each result as soon as it is in."""
+        asyncio.run(self._gather(jobs, done, label, disable_tqdm))
 
-    async def _gather(self, jobs: Sequence[Job], label: str, disable_tqdm: bool) -> list[Any]:
+    async def _gather(
+        self, jobs: Sequence[Job], done: Callable[[int, Any], None], label: str, disable_tqdm: bool
+    ) -> None:
         limit = asyncio.Semaphore(self.num_concurrent)
         limits = httpx.Limits(max_connections=self.num_concurrent)
+        headers = {"Authorization": f"Bearer {self._api_key.value}"} if self._api_key else {}
+        failures: list[Exception] = []
         with tqdm(total=len(jobs), desc=f"{label} ({self.base_url})", disable=disable_tqdm) as bar:
-            async with httpx.AsyncClient(timeout=self.timeout, limits=limits) as client:
+            async with httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=headers) as client:
 
-                async def run(job: Job) -> Any:
+                async def run(k: int, job: Job) -> None:
                     async with limit:
-                        result = await job(client)
-                    bar.update(1)
-                    return result
+                        if failures:  # a request failed for good: start no new one
+                            return
+                        try:
+                            result = await job(client)
+                        except Exception as err:  # the others in flight finish (and are cached) first
+                            failures.append(err)
+                            return
+                        done(k, result)
+                        bar.update(1)
 
-                return await asyncio.gather(*(run(job) for job in jobs))
+                await asyncio.gather(*(run(k, job) for k, job in enumerate(jobs)))
+        if failures:
+            raise failures[0]
 
-    async def _post(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST with retries on transient failures; other failures name the server and its message."""
+    async def _post(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any], read: Callable[[Any], T]) -> T:
+        """POST and `read` the answer, retrying transient failures; a ServerError names the URL,
+        the attempts and what went wrong."""
         url = self.base_url + path
         if self.model:
             payload = {"model": self.model, **payload}
-        for attempt in range(self.max_retries + 1):
-            last = attempt == self.max_retries
+        attempts = self.max_retries + 1
+        attempt = 0
+        while True:
+            attempt += 1
+            self.requests_sent += 1
             try:
-                self.requests_sent += 1
-                response = await client.post(url, json=payload)
+                response = await asyncio.wait_for(client.post(url, json=payload), self.timeout)
             except RETRIED_ERRORS as err:
-                if last:
-                    raise ServerError(f"{url}: no answer after {attempt + 1} attempts ({err!r})") from err
+                timed_out = isinstance(err, (asyncio.TimeoutError, httpx.TimeoutException))
+                problem = f"no answer: {f'timed out after {self.timeout:g} s' if timed_out else repr(err)}"
             else:
-                if response.status_code == 200:
-                    return response.json()
-                message = response.text[:1000]
-                if response.status_code in (400, 422) and any(f in message for f in TOKEN_ID_FIELDS):
-                    # a server that rejects vLLM's token-id fields: ask for the top-k alone
+                status, message = response.status_code, response.text
+                if status == 200:
+                    try:
+                        return read(response.json())
+                    except ValueError as err:  # not JSON (JSONDecodeError), or Malformed
+                        what = err if isinstance(err, Malformed) else "not JSON"
+                        problem = f"malformed answer (HTTP 200, {what}): {message[:EXCERPT]!r}"
+                elif status in (400, 422) and any(f in message and f in payload for f in TOKEN_ID_FIELDS):
+                    # a server that rejects vLLM's token-id fields: ask for the top-k alone (not an attempt)
                     self.token_id_logprobs = False
                     payload = {k: v for k, v in payload.items() if k not in TOKEN_ID_FIELDS}
+                    attempt -= 1
                     continue
-                if response.status_code not in RETRIED_STATUS or "logits_all" in message or last:
-                    raise ServerError(f"{url}: HTTP {response.status_code}: {message}{_hint(message)}")
-            await asyncio.sleep(min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0))
-        raise AssertionError("unreachable")
+                elif status in REFUSED_STATUS:
+                    raise self._error(f"{url}: HTTP {status}: {self._refusal()} ({message[:EXCERPT]})")
+                elif status not in RETRIED_STATUS or "logits_all" in message:
+                    raise self._error(f"{url}: HTTP {status}: {message[:1000]}{_hint(message)}")
+                else:
+                    problem = f"HTTP {status}: {message[:1000]}{_hint(message)}"
+            if attempt >= attempts:
+                raise self._error(
+                    f"{url}: {problem} (gave up after {attempt} attempts: timeout={self.timeout:g} s "
+                    f"each, max_retries={self.max_retries})"
+                )
+            backoff = min(0.5 * 2 ** (attempt - 1), MAX_BACKOFF, self.timeout)
+            await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+
+    def _refusal(self) -> str:
+        """Why the server refused us, in words: no key, or which key."""
+        if self._api_key is None:
+            return (
+                f"the server wants an API key and none was sent: set ${self.api_key_env}, or name the "
+                "environment variable that holds it with api_key_env=NAME"
+            )
+        return f"the server refused the API key from {self.api_key_source}"
+
+    def _error(self, message: str) -> ServerError:
+        """A ServerError whose message cannot show the key (a server may echo what it was sent)."""
+        if self._api_key is not None:
+            message = message.replace(self._api_key.value, "<api key>")
+        return ServerError(message)

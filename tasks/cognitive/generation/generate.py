@@ -320,16 +320,17 @@ def output_paths(out: str | Path) -> dict[str, Path]:
 
 
 def read_journal(path: Path) -> list[Outcome]:
-    """The outcomes a previous run recorded (a cut-off last line, from a crash, is ignored)."""
+    """The outcomes a previous run recorded; blank lines are skipped, and a cut-off last record,
+    from a crash, is ignored."""
     if not path.is_file():
         return []
     outcomes = []
-    lines = path.read_text(encoding="utf-8").splitlines()
-    for number, line in enumerate(lines, start=1):
+    lines = [(n, line) for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1) if line.strip()]
+    for i, (number, line) in enumerate(lines):
         try:
             outcomes.append(Outcome(**json.loads(line)))
         except (ValueError, TypeError) as err:
-            if number == len(lines):
+            if i == len(lines) - 1:
                 break
             raise DataError(f"{path}, line {number}: not a progress record of `biasmonkey generate` ({err})") from None
     return outcomes
