@@ -1,5 +1,5 @@
 """The `biasmonkey` command line: tasks-dir, score-samples, run, plan, summarize, inspect-eval-set, yesno-compare,
-generate, representativeness, data."""
+generate, representativeness, data, task-files."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from biasmonkey.harness_ext.data_command import add_subcommand as add_data
 from biasmonkey.harness_ext.plan import add_subcommand as add_plan
 from biasmonkey.harness_ext.run import add_subcommand as add_run
 from biasmonkey.harness_ext.run import tasks_dir
+from biasmonkey.harness_ext.task_files_command import add_subcommand as add_task_files
 from biasmonkey.harness_ext.yesno_compare import add_subcommand as add_yesno_compare
 
 
@@ -256,6 +257,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_yesno_compare(sub)
     add_generate(sub)
     add_data(sub)
+    add_task_files(sub)
     return parser
 
 

@@ -34,10 +34,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.tasks.contract import Family, base_task_name
+from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name
 from biasmonkey.tasks.families import family_of
 
-SAMPLES_FILE = re.compile(r"^samples_(biasmonkey_[a-z0-9_]+)_(\d{4}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
+SAMPLES_FILE = re.compile(rf"^samples_({LM_EVAL_PREFIX}[a-z0-9_]+)_(\d{{4}}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
 RESULTS_FILE = re.compile(r"^results_(\d{4}-\d\d-\d\dT[\d\-.]+)\.json$")
 INSPECT_JSON_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+')  # Inspect writes a JSON log's version first
 # Model arguments that name the model or say where and how fast it runs: not settings.
@@ -298,7 +298,7 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
     the results file written with it (same stamp)."""
     results: dict[Path, dict[str, Any]] = {}
     found = []
-    for path in sorted(root.rglob("samples_biasmonkey_*.jsonl")):
+    for path in sorted(root.rglob(f"samples_{LM_EVAL_PREFIX}*.jsonl")):
         m = SAMPLES_FILE.match(path.name)
         family = _reported(m.group(1)) if m else None
         if m is None or family is None:
@@ -376,7 +376,7 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
             header = read_eval_log(str(log_path), header_only=True)
         except Exception as err:
             raise ValueError(f"{log_path}: not a readable Inspect log ({type(err).__name__}: {err})") from err
-        family = _reported(header.eval.task) if header.eval.task.startswith("biasmonkey/") else None
+        family = _reported(header.eval.task) if header.eval.task.startswith(INSPECT_PREFIX) else None
         if family is None:
             continue
         info = {

@@ -49,14 +49,11 @@ from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 OPTION_TYPES = [family.options_type for family in FAMILIES.values()]
 
 # `--suite` → lm-eval task spec (a group or tag of the task YAML files).
-SUITES = {
-    "response_bias": "biasmonkey",
-    "yesno": "biasmonkey-yesno",
-    "cognitive": "biasmonkey-cognitive",
-}
+SUITES = {name: family.suite for name, family in FAMILIES.items()}
 SUITES["all"] = ",".join(SUITES.values())
+DEFAULT_SUITE = next(iter(FAMILIES))  # the first family's
 
-DOCUMENT_UNITS = {"response_bias": "pairs", "yesno": "questions", "cognitive": "tests"}
+DOCUMENT_UNITS = {name: family.unit for name, family in FAMILIES.items()}
 
 # The backends a plan counts, in table order, and how each runs the requests.
 BACKENDS = {
@@ -79,7 +76,7 @@ def tasks_dir() -> Path:
 
 def task_spec(suite: str | None, tasks: str | None) -> str:
     """The lm-eval `--tasks` value: `tasks` if given, else the suite's group or tag."""
-    return tasks or SUITES[suite or "response_bias"]
+    return tasks or SUITES[suite or DEFAULT_SUITE]
 
 
 # ---------------------------------------------------------------------------- requests
@@ -330,24 +327,20 @@ def _per_request(encoded: Sequence[Encoded]) -> tuple[int, int]:
 
 def _inspect(task: TaskRequests, encoded: Sequence[Encoded]) -> tuple[int | None, int | None]:
     """Inspect: one request per side of a document (see the module docstring)."""
-    options = task.options
-    if task.family is None:
+    family = FAMILIES.get(task.family or "")
+    calls = family.inspect_calls(task.options) if family else None
+    if family is None or calls is None:
         return None, None
-    if task.family == "cognitive" and options.mode == "exact":
-        return None, None  # lm-eval only
     by_doc: dict[int, dict[str, int]] = defaultdict(dict)
     for e in encoded:
-        if e.request.context:  # the yes-no tasks' no-context requests are one per model, below
+        if e.request.context:  # no-context requests are shared by the tasks, below
             by_doc[e.request.doc_id].setdefault(e.request.context, len(e.context))
-    if task.family == "cognitive":  # two calls per side; the second prompt holds the first answer
-        return (4 if options.protocol == "two_step" else 2) * len(by_doc), None
-    sides = 2 if task.family == "response_bias" else 1
-    per_side = options.n_samples if task.family == "response_bias" and options.mode == "sample" else 1
-    requests = sides * per_side * len(by_doc)
-    tokens = sum(round(sum(lengths.values()) * sides / len(lengths)) * per_side for lengths in by_doc.values())
-    if task.family == "yesno":
-        requests, tokens = requests + 1, tokens + 1  # the no-context prompt, one token by default
-    return requests, tokens
+    shared = family.inspect_shared_calls
+    requests = calls.sides * calls.per_side * len(by_doc) + shared
+    if not calls.known_tokens:
+        return requests, None
+    lengths = by_doc.values()
+    return requests, sum(round(sum(ls.values()) * calls.sides / len(ls)) * calls.per_side for ls in lengths) + shared
 
 
 def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str, list[Encoded]]) -> Cost:
@@ -367,8 +360,8 @@ def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str,
         cost = Cost()
         for t in tasks:
             cost.add(*_inspect(t, encoded[t.name]))
-        if sum(t.family == "yesno" for t in tasks) > 1:  # one no-context request per model, not per task
-            extra = sum(t.family == "yesno" for t in tasks) - 1
+        for family in FAMILIES.values():  # a family's shared calls are once per model, not per task
+            extra = family.inspect_shared_calls * max(sum(t.family == family.name for t in tasks) - 1, 0)
             cost.add(-extra, -extra)
         return cost
     raise ValueError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
@@ -468,8 +461,8 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--suite",
         choices=list(SUITES),
-        default="response_bias",
-        help="which suite to run (default: response_bias); --tasks overrides it",
+        default=DEFAULT_SUITE,
+        help=f"which suite to run (default: {DEFAULT_SUITE}); --tasks overrides it",
     )
     p.add_argument("--tasks", help="lm-eval task names, groups or tags, comma-separated (overrides --suite)")
     add_cli_arguments(p.add_argument_group("run options (lm-eval --metadata; default: each task's own)"), OPTION_TYPES)

@@ -17,6 +17,7 @@ from typing import Any
 
 from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name
 from biasmonkey.metrics import SIGNIFICANCE, human_likeness
+from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.response_bias.summary import DELTA_COLUMNS, bias_summaries, rows_in_suite_order
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE
@@ -74,7 +75,7 @@ def task_records(output_dir: Path) -> dict[str, list[PairRecord]]:
         output_dir,
         "Give the folder of one run (lm-eval writes one folder per model).",
     )
-    return {f"biasmonkey_{out.task}": out.read_records() for out in outputs}
+    return {lm_eval_task_name(out.task): out.read_records() for out in outputs}
 
 
 def summary_rows(

@@ -27,7 +27,7 @@ from typing import Any
 
 from biasmonkey.harness_ext.logs import TaskOutput, newest, one_run, scan
 from biasmonkey.metrics.yesno import instruction_tuning_effect
-from biasmonkey.tasks.contract import base_task_name
+from biasmonkey.tasks.contract import base_task_name, lm_eval_task_name
 from biasmonkey.tasks.families import YESNO
 from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
 
@@ -40,7 +40,7 @@ def latest_yesno_outputs(output_dir: Path) -> dict[str, TaskOutput]:
     and settings) under a folder; a folder with several runs is an error that names them."""
     found = newest((o for o in scan(output_dir) if o.suite == "yesno"), key=lambda o: None)
     how = "Give each --pair folder one run: lm-eval writes one folder per model, <output>/<model>."
-    return {f"biasmonkey_{o.task}": o for o in one_run(found, output_dir, how)}
+    return {lm_eval_task_name(o.task): o for o in one_run(found, output_dir, how)}
 
 
 def yesno_records(output_dir: Path) -> dict[str, list[ItemRecord]]:

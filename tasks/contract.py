@@ -36,6 +36,12 @@ def inspect_task_name(name: str) -> str:
     return INSPECT_PREFIX + name
 
 
+def lm_eval_group_name(name: str = "") -> str:
+    """`biasmonkey-yesno` for `yesno`, `biasmonkey` for ``: lm-eval groups and tags are hyphenated,
+    so that the glob `biasmonkey_*` never matches a group together with its own tasks."""
+    return "-".join([LM_EVAL_PREFIX.removesuffix("_"), *([name] if name else [])])
+
+
 def base_task_name(harness_name: str) -> str | None:
     """`acquiescence` for `biasmonkey_acquiescence` or `biasmonkey/acquiescence`; None for other tasks."""
     for prefix in (INSPECT_PREFIX, LM_EVAL_PREFIX):
@@ -141,6 +147,27 @@ class LoggedScore:
 
 
 @dataclass(frozen=True)
+class LmEvalGroup:
+    """An lm-eval group file of a family (written by `tasks/task_files.py`)."""
+
+    file: str  # its name in the family's folder
+    name: str  # the group, unprefixed (`lm_eval_group_name`)
+    tasks: Sequence[str]  # its member tasks, unprefixed
+    comment: str  # the comment atop the file
+    weighted_means: Sequence[str] = ()  # metrics the group reports as item-weighted means of its tasks'
+
+
+@dataclass(frozen=True)
+class InspectCalls:
+    """What Inspect sends per document: `per_side` calls for each of its `sides` prompts; with
+    `known_tokens` false, later calls hold earlier answers, so their prompt tokens are unknown."""
+
+    sides: int = 1
+    per_side: int = 1
+    known_tokens: bool = True
+
+
+@dataclass(frozen=True)
 class Family(Generic[R]):
     """Everything the harness adapters, the summaries and the report need to know of a family."""
 
@@ -159,6 +186,22 @@ class Family(Generic[R]):
     inspect_per_epoch: bool = False  # read Inspect logs per epoch (else the epoch-reduced scores)
     variants: tuple[str, ...] = ()  # tasks outside the family's suite, left out of summaries and reports
     extra: Mapping[str, Any] = field(default_factory=dict)
+    # The facts the launcher, the plan and the report read (`harness_ext` names no family).
+    suite: str = ""  # the lm-eval group or tag of the family's suite (`biasmonkey run --suite <name>`)
+    unit: str = "documents"  # what the documents are, plural: "pairs", "questions", "tests"
+    signed_metric: str = ""  # the family's headline signed metric ("delta")
+    hub_metric: str = ""  # its magnitude, published on the Hub ("abs_delta")
+    adjusted_p: str | None = None  # the p metric the leaderboard adds Holm/BH of (from the report table `name`)
+    tested: Mapping[str, str] = field(default_factory=dict)  # report table -> its raw p column (Holm/BH)
+    # Inspect's calls per document under the options (None: the options run in lm-eval only).
+    inspect_calls: Callable[[Any], InspectCalls | None] = lambda options: InspectCalls()
+    inspect_shared_calls: int = 0  # one-token calls per model shared by all the family's tasks
+    # A task's Hub value and its direction, by the task's fixed arguments (an entry's `notes`).
+    hub_note: Callable[[Mapping[str, Any]], str] = lambda fixed: ""
+    # The lm-eval task files (`tasks/task_files.py` writes them; the shared `_<name>.yaml` is by hand).
+    lm_eval_tags: Mapping[str, Sequence[str]] = field(default_factory=dict)  # tag (unprefixed) -> its tasks
+    lm_eval_groups: Sequence[LmEvalGroup] = ()
+    lm_eval_comments: Mapping[str, str] = field(default_factory=dict)  # task -> the comment atop its file
 
     def lm_eval_tasks(self) -> list[str]:
         return [lm_eval_task_name(name) for name in self.tasks]

@@ -17,6 +17,7 @@ from matplotlib.patches import Patch, Rectangle  # noqa: E402
 from biasmonkey.harness_ext.report.inputs import ModelResults  # noqa: E402
 from biasmonkey.harness_ext.report.tables import CORRECTIONS, grid  # noqa: E402
 from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE  # noqa: E402
+from biasmonkey.tasks.contract import lm_eval_task_name  # noqa: E402
 from biasmonkey.tasks.response_bias.uncertainty import side_uncertainty  # noqa: E402
 
 POSITIVE = "#d6604d"  # significant Δ > 0
@@ -157,7 +158,7 @@ def uncertainty_scatter(models: Sequence[ModelResults], uncertainty: pd.DataFram
             side = row["r_side"]
             points = [
                 (u, abs(r.delta))
-                for r in m.tasks("response_bias").get(f"biasmonkey_{bias}", [])
+                for r in m.tasks("response_bias").get(lm_eval_task_name(bias), [])
                 if r.delta is not None and (u := side_uncertainty(r, side)) is not None
             ]
             if not points:

@@ -37,6 +37,8 @@ from typing import Any
 
 import yaml
 
+from biasmonkey.tasks.families import FAMILIES
+
 # A clearly fake dataset id: the Hub cannot list these results until it is replaced by the
 # Benchmark dataset the user registered (`biasmonkey report --hub-dataset OWNER/NAME`).
 PLACEHOLDER_DATASET = "REPLACE-ME/biasmonkey"
@@ -44,9 +46,7 @@ EVALUATION_FRAMEWORK = "inspect-ai"
 _REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 # The metric each family publishes on the Hub (also written to the lm-eval results file).
-HUB_METRIC = {"response_bias": "abs_delta", "yesno": "abs_bias", "cognitive": "abs_score"}
-# The signed metric it is the magnitude of.
-SIGNED_METRIC = {"response_bias": "delta", "yesno": "bias", "cognitive": "score"}
+HUB_METRIC = {name: family.hub_metric for name, family in FAMILIES.items()}
 
 
 def check_dataset_id(dataset_id: str) -> str:
@@ -74,21 +74,7 @@ def hub_tasks() -> dict[str, tuple[str, dict[str, Any]]]:
 def direction_note(task: str) -> str:
     """The published value's definition and direction, for an entry's `notes`."""
     family, fixed = hub_tasks()[task]
-    if family == "response_bias":
-        if fixed["setting"] == "bias":
-            return (
-                "lower = less biased: |Δb|, absolute mean change in answer share in percentage points "
-                "(0 = answers unchanged by the rewording; humans shift, Δb > 0, so lower is not more human-like)"
-            )
-        return (
-            "lower = less biased: |Δp|, absolute mean change in answer share in percentage points "
-            "(0 = unchanged by the typos, as humans are)"
-        )
-    if family == "yesno":
-        return (
-            "lower = less biased: |bias| = |#yes − #no|/N of the uncorrected answers, in [0, 1] (0 = as many yes as no)"
-        )
-    return "lower = less biased: |mean bias score| over the tests that did not fail, in [0, 1] (0 = unbiased)"
+    return FAMILIES[family].hub_note(fixed)
 
 
 DESCRIPTION = """\

@@ -53,14 +53,14 @@ import pandas as pd
 import yaml
 
 from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
-from biasmonkey.harness_ext.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, SIGNED_METRIC, direction_note
+from biasmonkey.harness_ext.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, direction_note
 from biasmonkey.harness_ext.report.inputs import ModelResults
 from biasmonkey.metrics.response_bias import BIASES
-from biasmonkey.tasks.contract import base_task_name, mean_stderr, reported
+from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, lm_eval_task_name, mean_stderr, reported
 from biasmonkey.tasks.families import FAMILIES
 
 VERSION = 1.0  # the tasks' `metadata.version` in lm-eval
-HUMAN_LIKENESS = "biasmonkey_human_likeness"
+HUMAN_LIKENESS = lm_eval_task_name("human_likeness")
 # lm-eval's top-level keys in the order it writes them (tokenizer keys only for models with a tokenizer).
 TOP_LEVEL = (
     "results",
@@ -89,8 +89,6 @@ TRACKER_KEYS = (
     "chat_template",
     "chat_template_sha",
 )
-# Adjusted p-values the report adds: {family: (metric, the report table with its p columns)}.
-ADJUSTED = {"response_bias": ("delta_p", "response_bias"), "cognitive": ("score_p", "cognitive")}
 
 
 def sanitize_model_name(name: str) -> str:
@@ -254,16 +252,13 @@ def task_export(m: ModelResults, task: str, run: SourceRun, tables: Mapping[str,
         entry[f"{metric.name}_stderr,none"] = _number(stderr)
         better[metric.name] = metric.higher_is_better
     extra: dict[str, tuple[Any, bool]] = {}
-    if suite in ADJUSTED:
-        p_metric, table = ADJUSTED[suite]
-        keys = {"model": m.name, "bias": fixed["bias"]}
-        if suite == "response_bias":
-            keys["setting"] = fixed["setting"]
-        row = _table_row(tables, table, **keys)
+    if p_metric := family.adjusted_p:  # from the family's report table, the row of this task
+        keys = {"model": m.name, **{k: fixed[k] for k in ("bias", "setting") if k in fixed}}
+        row = _table_row(tables, suite, **keys)
         for suffix in ("holm", "bh"):
             extra[f"{p_metric}_{suffix}"] = (row.get(f"p_{suffix}", math.nan), better.get(p_metric, True))
-    signed = values.get(SIGNED_METRIC[suite], math.nan)
-    extra[HUB_METRIC[suite]] = (abs(signed) if isinstance(signed, (int, float)) else math.nan, False)
+    signed = values.get(family.signed_metric, math.nan)
+    extra[family.hub_metric] = (abs(signed) if isinstance(signed, (int, float)) else math.nan, False)
     for name, (value, higher) in extra.items():
         entry[f"{name},none"] = _number(value)
         entry[f"{name}_stderr,none"] = "N/A"
@@ -513,7 +508,7 @@ def leaderboard_text(written: list[Path], hub_dataset: str) -> list[str]:
 def _stale(folder: Path) -> list[Path]:
     """Files an earlier report wrote into a model's folder."""
     old = [p for p in folder.glob("results*.json") if p.name == "results.json" or RESULTS_FILE.match(p.name)]
-    return old + list((folder / ".eval_results").glob("biasmonkey_*.yaml"))
+    return old + list((folder / ".eval_results").glob(f"{LM_EVAL_PREFIX}*.yaml"))
 
 
 def write_leaderboard(

@@ -8,6 +8,7 @@ report (`adjust_all`).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -24,6 +25,8 @@ from biasmonkey.metrics import (
     human_likeness,
     summarize_deltas,
 )
+from biasmonkey.tasks.contract import base_task_name
+from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.response_bias.summary import (
     DELTA_COLUMNS,
     bias_summaries,
@@ -39,7 +42,7 @@ CORRECTIONS = ("base", "generic", "specific")
 # `biasmonkey.tasks.response_bias.published_samples`) were sampled 50 times per prompt.
 EXACT, SAMPLED, PAPER_PROTOCOL = "exact", "sampled", "paper: 50 samples"
 # Which column holds each table's raw p-value (the tests of the report's family).
-TESTED = {"response_bias": "p", "topics": "p", "uncertainty": "r_p", "cognitive": "p"}
+TESTED = {table: column for family in FAMILIES.values() for table, column in family.tested.items()}
 
 
 def _frame(rows: list[dict], columns: Sequence[str]) -> pd.DataFrame:
@@ -252,7 +255,7 @@ def yesno_table(models: Sequence[ModelResults]) -> pd.DataFrame:
                 rows.append(
                     {
                         "model": m.name,
-                        "task": task.removeprefix("biasmonkey_"),
+                        "task": _task(task),
                         "correction": correction,
                         "n": s.n,
                         "bias": getattr(s, f"bias{suffix}"),
@@ -273,7 +276,7 @@ def cognitive_table(models: Sequence[ModelResults]) -> pd.DataFrame:
             rows.append(
                 {
                     "model": m.name,
-                    "bias": task.removeprefix("biasmonkey_cognitive_"),
+                    "bias": _fixed(task)["bias"],
                     "n_tests": s.n_tests,
                     "failures": s.failures,
                     "score": s.score.mean,
@@ -338,7 +341,15 @@ def adjust_all(tables: dict[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _task(name: str) -> str:
-    return name.removeprefix("biasmonkey_")
+    """A task's name without the harness prefix."""
+    return base_task_name(name) or name
+
+
+def _fixed(name: str) -> Mapping[str, Any]:
+    """The fixed arguments (`bias`, `setting`, …) of one of our tasks, named as a harness names it."""
+    family = family_of(name)
+    assert family is not None, name
+    return family.tasks[_task(name)]
 
 
 def warnings_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:

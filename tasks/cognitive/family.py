@@ -12,7 +12,7 @@ from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
 from biasmonkey.tasks.cognitive.two_step import DECIDE
-from biasmonkey.tasks.contract import Family, Metric, t_test_metrics
+from biasmonkey.tasks.contract import Family, InspectCalls, LmEvalGroup, Metric, lm_eval_group_name, t_test_metrics
 
 
 def task_name(bias: str) -> str:
@@ -45,6 +45,14 @@ def docs(options: CognitiveOptions, bias: str) -> list[dict[str, Any]]:
     return options.lm_eval_docs(bias)
 
 
+def inspect_calls(options: CognitiveOptions) -> InspectCalls | None:
+    """Control and treatment, one call each, or two (two-step: the second prompt holds the first
+    answer); exact mode runs in lm-eval only."""
+    if options.mode == "exact":
+        return None
+    return InspectCalls(2, 2 if options.protocol == "two_step" else 1, known_tokens=False)
+
+
 FAMILY: Family[CognitiveRecord] = Family(
     name="cognitive",
     title="Cognitive biases (Malberg et al., 2025)",
@@ -59,4 +67,24 @@ FAMILY: Family[CognitiveRecord] = Family(
     from_inspect=codecs.from_inspect,
     scorer="cognitive_scorer",
     inspect_per_epoch=True,
+    suite=lm_eval_group_name("cognitive"),
+    unit="tests",
+    signed_metric="score",
+    hub_metric="abs_score",
+    adjusted_p="score_p",
+    tested={"cognitive": "p"},
+    inspect_calls=inspect_calls,
+    hub_note=lambda fixed: (
+        "lower = less biased: |mean bias score| over the tests that did not fail, in [0, 1] (0 = unbiased)"
+    ),
+    lm_eval_groups=[
+        LmEvalGroup(
+            "_biasmonkey_cognitive_group.yaml",
+            "cognitive",
+            list(TASKS),
+            "The 30 cognitive-bias tasks (Malberg et al., 2025). No aggregate_metric_list: a group can only\n"
+            "average, and an average of scores, t or p across biases means nothing. Named with a hyphen so\n"
+            "that the glob 'biasmonkey_*' never matches a group together with its own tasks.",
+        )
+    ],
 )

@@ -6,11 +6,12 @@ direction (higher is better there); humans show no change on the perturbation ta
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from biasmonkey.metrics.response_bias import BIASES, SETTINGS
 from biasmonkey.metrics.virtual_sampling import expected_draws, mean_invalid_mass, virtual_delta
-from biasmonkey.tasks.contract import Family, Metric, t_test_metrics
+from biasmonkey.tasks.contract import Family, InspectCalls, LmEvalGroup, Metric, lm_eval_group_name, t_test_metrics
 from biasmonkey.tasks.response_bias import codecs
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.pairs import task_name
@@ -69,6 +70,24 @@ def docs(options: RunOptions, bias: str, setting: str, reword: bool = False) -> 
     return options.task_pairs(bias, setting, reword)
 
 
+def inspect_calls(options: RunOptions) -> InspectCalls:
+    """Both sides of a pair, each answered once (exact) or `n_samples` times (sample)."""
+    return InspectCalls(2, options.n_samples if options.mode == "sample" else 1)
+
+
+def hub_note(fixed: Mapping[str, Any]) -> str:
+    """The Hub value of a task and its direction."""
+    if fixed["setting"] == "bias":
+        return (
+            "lower = less biased: |Δb|, absolute mean change in answer share in percentage points "
+            "(0 = answers unchanged by the rewording; humans shift, Δb > 0, so lower is not more human-like)"
+        )
+    return (
+        "lower = less biased: |Δp|, absolute mean change in answer share in percentage points "
+        "(0 = unchanged by the typos, as humans are)"
+    )
+
+
 FAMILY: Family[PairRecord] = Family(
     name="response_bias",
     title="Survey response biases (Tjuatja et al., TACL 2024)",
@@ -83,4 +102,33 @@ FAMILY: Family[PairRecord] = Family(
     from_inspect=codecs.from_inspect,
     scorer="pair_scorer",
     variants=tuple(name for name in TASKS if name not in SUITE_TASKS),
+    suite=lm_eval_group_name(),
+    unit="pairs",
+    signed_metric="delta",
+    hub_metric="abs_delta",
+    adjusted_p="delta_p",
+    tested={"response_bias": "p", "topics": "p", "uncertainty": "r_p"},
+    inspect_calls=inspect_calls,
+    hub_note=hub_note,
+    lm_eval_tags={
+        "response_bias": SUITE_TASKS,
+        "response_bias-biases": [t for t in SUITE_TASKS if TASKS[t]["setting"] == "bias"],
+        "response_bias-perturbations": [t for t in SUITE_TASKS if TASKS[t]["setting"] != "bias"],
+        "response_bias-variants": [t for t in TASKS if t not in SUITE_TASKS],
+    },
+    lm_eval_groups=[
+        LmEvalGroup(
+            "_biasmonkey_group.yaml",
+            "",
+            SUITE_TASKS,
+            "All survey response-bias tasks. No aggregate_metric_list: a group can only average,\n"
+            "and averaging Δ, t or p across biases means nothing; cross-task statistics live in the report.",
+        )
+    ],
+    lm_eval_comments={
+        task_name("acquiescence", "bias", reword=True): (
+            "The acquiescence bias with the alternative wording of q' (acquiescence_reword.csv). A variant:\n"
+            "tagged, but not in the `biasmonkey` group that the main run and its summary use."
+        )
+    },
 )

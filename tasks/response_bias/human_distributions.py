@@ -42,6 +42,7 @@ from typing import Any
 
 from biasmonkey.metrics.representativeness import QuestionScore, question_representativeness
 from biasmonkey.metrics.response_bias import PERTURBATIONS
+from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.survey_questions import (
     REWORDED_BIASES,
@@ -238,7 +239,7 @@ def model_questions(
             if p is not None and len(p) == len(sq.options):
                 found.append((task_name(bias, setting), tuple(p)))
         if not found:
-            tasks = ", ".join(f"biasmonkey_{task_name(b, s)}" for b, s in _tasks_asking(sq))
+            tasks = ", ".join(lm_eval_task_name(task_name(b, s)) for b, s in _tasks_asking(sq))
             reason = (
                 f"the respondents' question is {sq.label} ({len(sq.options)} options), asked by {tasks}; "
                 "the results hold no valid answers to it"

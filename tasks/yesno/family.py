@@ -12,7 +12,7 @@ from dataclasses import fields
 from typing import Any
 
 from biasmonkey.metrics.yesno import YesNoSummary, correctness, generic_correction, p_yes, votes
-from biasmonkey.tasks.contract import Family, Metric, records_metric
+from biasmonkey.tasks.contract import Family, LmEvalGroup, Metric, lm_eval_group_name, records_metric
 from biasmonkey.tasks.yesno import codecs, data
 from biasmonkey.tasks.yesno.options import YesNoOptions
 from biasmonkey.tasks.yesno.prompts import PROMPTS
@@ -112,4 +112,29 @@ FAMILY: Family[ItemRecord] = Family(
     from_lm_eval=codecs.from_lm_eval,
     from_inspect=codecs.from_inspect,
     scorer="yesno_scorer",
+    suite=lm_eval_group_name("yesno"),
+    unit="questions",
+    signed_metric="bias",
+    hub_metric="abs_bias",
+    inspect_shared_calls=1,  # the no-context prompt, one token by default
+    hub_note=lambda fixed: (
+        "lower = less biased: |bias| = |#yes − #no|/N of the uncorrected answers, in [0, 1] (0 = as many yes as no)"
+    ),
+    lm_eval_tags={
+        "yesno": [task_name(d, None, p) for d in ("comps", "ewok") for p in ("zeroshot", "fewshot")],
+        "yesno-release": [name for name, task in TASKS.items() if task["domain"] is None],
+    },
+    lm_eval_groups=[
+        LmEvalGroup(
+            f"_ewok_domains{'' if prompt == 'zeroshot' else '_' + prompt}.yaml",
+            "yesno-ewok-domains" + ("" if prompt == "zeroshot" else "-" + prompt),
+            [task_name("ewok", domain, prompt) for domain in data.EWOK_DOMAINS],
+            f"EWoK-YNQ per domain ({prompt} prompt). Named with hyphens so that the glob 'biasmonkey_*'\n"
+            "(or 'biasmonkey_yesno_*') never matches this group together with its members.\n"
+            "Group values are item-weighted means of the domain values: bias, accuracy and Generic\n"
+            "equal the pooled EWoK numbers; Specific is then calibrated within each domain.",
+            ("bias", "accuracy", "bias_generic", "accuracy_generic", "bias_specific", "accuracy_specific"),
+        )
+        for prompt in PROMPTS
+    ],
 )

@@ -1,0 +1,88 @@
+"""The layout rule: every per-family fact lives with the family (`tasks/<family>/`), and
+`harness_ext/` reads it through the family registry. Only the per-family adapter modules
+(`harness_ext/<harness>/<family>.py`) and the debt listed in ALLOWED name a family."""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+from biasmonkey.tasks.families import FAMILIES
+
+HARNESS_EXT = Path(__file__).resolve().parent.parent / "harness_ext"
+IDENTIFIER = re.compile(r"[\w.\-/*]+")  # a string that names something (not prose)
+
+# The families each file of harness_ext/ still names: the remaining debt. Shrink it, never grow it.
+ALLOWED: dict[str, set[str]] = {
+    "cli.py": {"response_bias", "yesno", "cognitive"},  # the family tools' subcommands
+    "cognitive_generate.py": {"cognitive"},  # a family tool
+    "yesno_compare.py": {"yesno"},  # a family tool
+    "inspect/registry.py": {"response_bias", "yesno", "cognitive"},  # imports each Inspect adapter
+    "report/__init__.py": {"response_bias", "yesno", "cognitive"},  # the report sections
+    "report/figures.py": {"response_bias", "yesno", "cognitive"},
+    "report/tables.py": {"response_bias", "yesno", "cognitive"},
+    "report/topics.py": {"response_bias"},
+    "report/leaderboard.py": {"response_bias"},  # the human-likeness entry (BIASES)
+    "run.py": {"response_bias"},  # the summary, response-bias only
+    "summary.py": {"response_bias"},
+}
+
+
+def _families_named(path: Path) -> set[str]:
+    """The families that a module's identifiers, imports and name-like strings name (docstrings,
+    comments and prose messages are not code)."""
+    tree = ast.parse(path.read_text())
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            words = [node.id]
+        elif isinstance(node, ast.Attribute):
+            words = [node.attr]
+        elif isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            words = [node.name]
+        elif isinstance(node, ast.ImportFrom):
+            words = [node.module or "", *(a.name for a in node.names)]
+        elif isinstance(node, ast.Import):
+            words = [a.name for a in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            words = [node.value] if IDENTIFIER.fullmatch(node.value) else []
+        else:
+            continue
+        found |= {name for name in FAMILIES for word in words if name in word.lower()}
+    return found
+
+
+def _adapter(path: Path) -> bool:
+    """A per-family adapter module, `harness_ext/<harness>/<family>.py`."""
+    return path.stem in FAMILIES and path.parent != HARNESS_EXT
+
+
+def test_harness_ext_names_no_family() -> None:
+    found = {
+        str(path.relative_to(HARNESS_EXT)): names
+        for path in sorted(HARNESS_EXT.rglob("*.py"))
+        if not _adapter(path) and (names := _families_named(path))
+    }
+    new = {path: names - ALLOWED.get(path, set()) for path, names in found.items()}
+    assert not {path: names for path, names in new.items() if names}, "family names in harness_ext/"
+    paid = {path: names - found.get(path, set()) for path, names in ALLOWED.items()}
+    assert not {path: names for path, names in paid.items() if names}, "remove these from ALLOWED"
+
+
+@pytest.mark.parametrize("family", FAMILIES.values(), ids=list(FAMILIES))
+def test_family_declares_its_facts(family) -> None:
+    assert family.suite and family.unit and family.signed_metric and family.hub_metric
+    assert family.hub_metric == f"abs_{family.signed_metric}"
+    if family.adjusted_p:
+        assert family.adjusted_p.startswith(family.signed_metric) and family.name in family.tested
