@@ -40,7 +40,7 @@ from biasmonkey.tasks.families import family_of
 SAMPLES_FILE = re.compile(rf"^samples_({LM_EVAL_PREFIX}[a-z0-9_]+)_(\d{{4}}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
 RESULTS_FILE = re.compile(r"^results_(\d{4}-\d\d-\d\dT[\d\-.]+)\.json$")
 INSPECT_JSON_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+')  # Inspect writes a JSON log's version first
-# Model arguments that name the model or say where and how fast it runs: not settings.
+# Model arguments that name the model, say where and how fast it runs, or hold a key: not settings.
 NEUTRAL_MODEL_ARGS = frozenset(
     {
         "pretrained",
@@ -55,6 +55,8 @@ NEUTRAL_MODEL_ARGS = frozenset(
         "max_retries",
         "timeout",
         "trust_remote_code",
+        "api_key",  # a secret: never a label, a table cell or a leaderboard field
+        "api_key_env",
     }
 )
 LM_EVAL_SEEDS = {"random_seed": 0, "numpy_seed": 1234, "torch_seed": 1234, "fewshot_seed": 1234}  # its defaults

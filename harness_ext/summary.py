@@ -40,7 +40,7 @@ def response_bias_outputs(output_dir: Path) -> list[TaskOutput]:
     for out in found:
         if harnesses.setdefault((out.run, out.task), out) is not out:
             raise ValueError(
-                f"{output_dir} holds lm-eval samples and Inspect logs of biasmonkey_{out.task} of {out.run}: "
+                f"{output_dir} holds lm-eval samples and Inspect logs of {lm_eval_task_name(out.task)} of {out.run}: "
                 "summarize one harness's output at a time"
             )
     return found

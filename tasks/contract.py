@@ -202,6 +202,8 @@ class Family(Generic[R]):
     lm_eval_tags: Mapping[str, Sequence[str]] = field(default_factory=dict)  # tag (unprefixed) -> its tasks
     lm_eval_groups: Sequence[LmEvalGroup] = ()
     lm_eval_comments: Mapping[str, str] = field(default_factory=dict)  # task -> the comment atop its file
+    # Its pinned upstream files (`tasks.fetch.PinnedFile`s), for `biasmonkey data fetch` / `status`.
+    data_files: Callable[[], Sequence[Any]] = lambda: ()
 
     def lm_eval_tasks(self) -> list[str]:
         return [lm_eval_task_name(name) for name in self.tasks]

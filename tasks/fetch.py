@@ -117,46 +117,21 @@ class PinnedFile:
     sha256: str
     upstream: str  # "owner/repo@commit", for messages
 
+    def fetch(self) -> Path:
+        """A verified local copy (`fetch_pinned`)."""
+        return fetch_pinned(self.local_path, self.cache_path, self.url, self.sha256, self.upstream)
+
     def cached(self, cache_dir: Path | None = None) -> Path:
         """Where the file is kept in the cache (`cache_root(cache_dir)/data/<cache path>`)."""
         return cache_root(cache_dir) / "data" / self.cache_path
 
 
 def pinned_files() -> list[PinnedFile]:
-    """Every pinned file of every task family, with the download URLs as currently configured
-    (the families' URL overrides apply). The cognitive-bias tests come from the Hugging Face Hub
-    through `datasets` and are not listed."""
-    # Imported here: the families import this module.
-    from biasmonkey.tasks.cognitive.generation import generate
-    from biasmonkey.tasks.response_bias import data, published_samples
-    from biasmonkey.tasks.yesno import data as yesno
+    """Every pinned file of every task family (each family's `data_files`), with the download URLs
+    as currently configured (the families' URL overrides apply)."""
+    from biasmonkey.tasks.families import FAMILIES  # imported here: the families import this module
 
-    files = []
-    commit = data.UPSTREAM_COMMIT[:12]
-    origin = f"{data.UPSTREAM_REPO}@{data.UPSTREAM_COMMIT[:7]}"
-    base = os.environ.get(data.BASE_URL_ENV, data.DEFAULT_BASE_URL).rstrip("/")
-    for name, (upstream_path, sha) in data.FILES.items():
-        files.append(
-            PinnedFile(f"biasmonkey/{name}", f"biasmonkey/{commit}/{name}", f"{base}/{upstream_path}", sha, origin)
-        )
-    for name, sha in published_samples.SHA256.items():
-        model, file = name.split("/")
-        url = f"{base}/results/{model}/csv/{file}"
-        files.append(PinnedFile(f"biasmonkey/samples/{name}", f"biasmonkey/{commit}/samples/{name}", url, sha, origin))
-    base = os.environ.get(yesno.BASE_URL_ENV, yesno.DEFAULT_BASE_URL).rstrip("/")
-    for spec in yesno.ZIPS.values():
-        cache_path = f"yesno/{yesno.UPSTREAM_COMMIT[:12]}/{spec.name}"
-        files.append(PinnedFile(f"yesno/{spec.name}", cache_path, f"{base}/{spec.name}", spec.sha256, yesno.UPSTREAM))
-    files.append(
-        PinnedFile(
-            "cognitive/scenarios.txt",
-            "cognitive/a3d24658e428/scenarios.txt",
-            generate.SCENARIOS_URL,
-            generate.SCENARIOS_SHA256,
-            generate.SCENARIOS_UPSTREAM,
-        )
-    )
-    return files
+    return [f for family in FAMILIES.values() for f in family.data_files()]
 
 
 def cache_status(files: list[PinnedFile], cache_dir: Path | None = None) -> dict[str, str]:

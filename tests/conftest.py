@@ -30,7 +30,6 @@ from biasmonkey.tasks.response_bias import data
 
 DATA_ENV = "BIASMONKEY_DATA_DIR"
 REQUIRE_ALL_ENV = "BIASMONKEY_REQUIRE_ALL"  # "1": a missing prerequisite fails the test
-REQUIRE_SERVER_ENV = "BIASMONKEY_REQUIRE_SERVER"  # older switch: the same, for the llama.cpp server only
 PREFIX = "missing prerequisite: "
 # As the session started (tests and fixtures change these variables later).
 SHARED_DATA = os.environ.get(DATA_ENV)
@@ -48,22 +47,13 @@ if "PYTEST_XDIST_WORKER" in os.environ:
 # ---------------------------------------------------------------------------- prerequisites
 
 
-def _switch(name: str) -> bool:
-    return os.environ.get(name, "") not in ("", "0")
-
-
-def require(available: bool, what: str, fix: str, *, name: str = "", optional: bool = False) -> None:
-    """Go on if `available`; else skip the test with the reason, or fail it under
-    BIASMONKEY_REQUIRE_ALL=1 (BIASMONKEY_REQUIRE_SERVER=1 for the "llama_cpp" prerequisite).
-    Optional hardware (a GPU, a browser: optional=True) is never required: it always skips."""
+def require(available: bool, what: str, fix: str) -> None:
+    """Go on if `available`; else skip the test with the reason, or fail it under BIASMONKEY_REQUIRE_ALL=1."""
     if available:
         return
     reason = f"{PREFIX}{what} ({fix})"
-    if optional:
-        pytest.skip(f"optional {reason}")
-    for switch in (REQUIRE_ALL_ENV, REQUIRE_SERVER_ENV if name == "llama_cpp" else None):
-        if switch and _switch(switch):
-            pytest.fail(f"{reason}; {switch}=1 turns this skip into a failure", pytrace=False)
+    if os.environ.get(REQUIRE_ALL_ENV, "") not in ("", "0"):
+        pytest.fail(f"{reason}; {REQUIRE_ALL_ENV}=1 turns this skip into a failure", pytrace=False)
     pytest.skip(reason)
 
 
@@ -86,7 +76,7 @@ PREREQUISITES: dict[str, tuple[Callable[[], bool], str, str]] = {
 def require_prerequisite(name: str) -> None:
     """`require` for one of PREREQUISITES."""
     available, what, fix = PREREQUISITES[name]
-    require(available(), what, fix, name=name)
+    require(available(), what, fix)
 
 
 def pytest_configure(config: pytest.Config) -> None:

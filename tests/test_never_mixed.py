@@ -207,6 +207,9 @@ def test_what_counts_as_a_setting(runs: dict[str, Path]) -> None:
     fast["config"].update(batch_size="64", device="cuda:0")
     fast["config"]["model_args"]["device"] = "cuda:0"
     assert lm_eval_settings(fast, task, RESPONSE_BIAS) == lm_eval_settings(results, task, RESPONSE_BIAS)
+    # nor is an API key (a secret never shown in a label) or the variable holding it
+    fast["config"]["model_args"].update(api_key="sk-short", api_key_env="MY_KEY")
+    assert lm_eval_settings(fast, task, RESPONSE_BIAS) == lm_eval_settings(results, task, RESPONSE_BIAS)
     # a run option the task's family has is one; one it does not have is not (yes-no has no `allow_forbid_all`)
     other = json.loads(json.dumps(results))
     other["configs"][task]["metadata"]["allow_forbid_all"] = True

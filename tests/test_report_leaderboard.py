@@ -184,7 +184,14 @@ def test_a_model_run_through_inspect_only(runs: dict[str, Path]) -> None:
     ]
     assert set(theirs["results"]["biasmonkey_acquiescence"]) <= set(ours["results"]["biasmonkey_acquiescence"])
     assert re.fullmatch(r"[0-9a-f]{64}", ours["task_hashes"]["biasmonkey_acquiescence"])
-    assert float(ours["total_evaluation_time_seconds"]) > 0
+    # the sum of the logs' run times (Inspect stamps start and end to the second: a quick run may take 0 s)
+    from datetime import datetime
+
+    from inspect_ai.log import read_eval_log
+
+    headers = [read_eval_log(str(p), header_only=True) for p in sorted(runs["inspect"].rglob("*.eval"))]
+    took = [datetime.fromisoformat(h.stats.completed_at) - datetime.fromisoformat(h.stats.started_at) for h in headers]
+    assert headers and float(ours["total_evaluation_time_seconds"]) == sum(t.total_seconds() for t in took)
 
 
 # ---------------------------------------------------------------------------- Hub

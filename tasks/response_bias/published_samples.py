@@ -21,16 +21,15 @@ import difflib
 import hashlib
 import json
 import logging
-import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from biasmonkey.metrics import BIASES, SETTINGS
 from biasmonkey.tasks.cache import cache_root
-from biasmonkey.tasks.fetch import DataError, fetch_pinned
+from biasmonkey.tasks.fetch import DataError, PinnedFile
 from biasmonkey.tasks.response_bias import released_samples
-from biasmonkey.tasks.response_bias.data import BASE_URL_ENV, DEFAULT_BASE_URL, UPSTREAM_COMMIT, UPSTREAM_REPO
+from biasmonkey.tasks.response_bias.data import UPSTREAM_COMMIT, UPSTREAM_REPO, base_url
 
 log = logging.getLogger(__name__)
 
@@ -205,10 +204,6 @@ SHA256: dict[str, str] = {
 }
 
 
-def _base_url() -> str:
-    return os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
-
-
 def check_models(names: Iterable[str]) -> tuple[str, ...]:
     """The given published model names, validated (an unknown name is an error with a suggestion)."""
     chosen = []
@@ -228,10 +223,16 @@ def resolve_sample(model: str, file: str) -> Path:
     name = f"{model}/{file}"
     if name not in SHA256:
         raise DataError(f"unknown released sample file {name!r}")
-    return fetch_pinned(
+    return pinned_sample(name).fetch()
+
+
+def pinned_sample(name: str) -> PinnedFile:
+    """One released sample file (`<model>/<file>`, a key of SHA256) as a pinned file."""
+    model, file = name.split("/")
+    return PinnedFile(
         local_path=f"biasmonkey/samples/{name}",
         cache_path=f"biasmonkey/{UPSTREAM_COMMIT[:12]}/samples/{name}",
-        url=f"{_base_url()}/results/{model}/csv/{file}",
+        url=f"{base_url()}/results/{model}/csv/{file}",
         sha256=SHA256[name],
         upstream=f"{UPSTREAM_REPO}@{UPSTREAM_COMMIT[:7]}",
     )

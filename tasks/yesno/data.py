@@ -30,7 +30,7 @@ from typing import Any
 
 import pyzipper
 
-from biasmonkey.tasks.fetch import DataError, fetch_pinned
+from biasmonkey.tasks.fetch import DataError, PinnedFile
 from biasmonkey.tasks.yesno.prompts import MCQ_LETTERS, mcq_query
 
 UPSTREAM_REPO = "ombbhatt/logprobs-bias-correct"
@@ -201,9 +201,14 @@ def zip_path(dataset: str) -> Path:
     """Local path of the verified upstream zip of `dataset` ("comps", "ewok", "arith", "babi", "mmlu")."""
     if dataset not in ZIPS:
         raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(ZIPS)}")
+    return pinned_zip(dataset).fetch()
+
+
+def pinned_zip(dataset: str) -> PinnedFile:
+    """One of ZIPS as a pinned file."""
     spec = ZIPS[dataset]
     base = os.environ.get(BASE_URL_ENV, DEFAULT_BASE_URL).rstrip("/")
-    return fetch_pinned(
+    return PinnedFile(
         local_path=f"yesno/{spec.name}",
         cache_path=f"yesno/{UPSTREAM_COMMIT[:12]}/{spec.name}",
         url=f"{base}/{spec.name}",

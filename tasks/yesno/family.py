@@ -137,4 +137,5 @@ FAMILY: Family[ItemRecord] = Family(
         )
         for prompt in PROMPTS
     ],
+    data_files=lambda: [data.pinned_zip(dataset) for dataset in data.ZIPS],
 )

@@ -34,7 +34,7 @@ import pandas as pd
 
 from biasmonkey.tasks.cognitive.data import COLUMNS, parse_rows
 from biasmonkey.tasks.cognitive.generation.template import GAP, VALUE, Template
-from biasmonkey.tasks.fetch import DataError, fetch_pinned
+from biasmonkey.tasks.fetch import DataError, PinnedFile
 
 DEFAULT_MAX_RETRIES = 3
 
@@ -73,6 +73,17 @@ SCENARIOS_SHA256 = "a975d2ab66839159c015e2080fa0631115e7b02c7e414ed111190680d116
 PUBLISHED_SCENARIOS = "published"  # the --scenarios value that selects them
 
 
+def pinned_scenarios() -> PinnedFile:
+    """The paper's scenario file as a pinned file."""
+    return PinnedFile(
+        "cognitive/scenarios.txt",
+        "cognitive/a3d24658e428/scenarios.txt",
+        SCENARIOS_URL,
+        SCENARIOS_SHA256,
+        SCENARIOS_UPSTREAM,
+    )
+
+
 @dataclass(frozen=True)
 class Request:
     """One call of the generator model: the prompt, a seed, and the keys the JSON reply must have."""
@@ -100,16 +111,7 @@ class Rejected(Exception):
 def read_scenarios(source: str | Path) -> list[str]:
     """Scenarios, one per non-empty line of a text file; `published` gives the paper's 200
     (from $BIASMONKEY_DATA_DIR/cognitive/scenarios.txt, or a pinned, checksummed download)."""
-    if str(source) == PUBLISHED_SCENARIOS:
-        path = fetch_pinned(
-            "cognitive/scenarios.txt",
-            "cognitive/a3d24658e428/scenarios.txt",
-            SCENARIOS_URL,
-            SCENARIOS_SHA256,
-            SCENARIOS_UPSTREAM,
-        )
-    else:
-        path = Path(source)
+    path = pinned_scenarios().fetch() if str(source) == PUBLISHED_SCENARIOS else Path(source)
     try:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
