@@ -138,6 +138,13 @@ class TaskOutput:
         default_factory=dict, repr=False
     )  # lm-eval's config block or Inspect's model info
     settings: Settings = ()  # the settings that change its numbers (module docstring)
+    given_options: Mapping[str, Any] = field(default_factory=dict, repr=False)  # as the harness logged them
+
+    @property
+    def options(self) -> Any:
+        """The family's run options of this output (`--metadata` in lm-eval, `-T` in Inspect)."""
+        harness = "inspect" if self.harness == "inspect" else "lm_eval"
+        return self.family.options_type.from_mapping(self.given_options, harness)
 
     @property
     def suite(self) -> str:
@@ -232,6 +239,11 @@ def task_options(family: Family, values: Mapping[str, Any], harness: str) -> dic
         return {k: v for k, v in given.items() if v != defaults[k]}
 
 
+def _given_options(family: Family, values: Mapping[str, Any], harness: str) -> dict[str, Any]:
+    """The family's run options among the values a harness logged (other keys left out)."""
+    return {f.name: values[f.name] for f in family.options_type.option_fields(harness) if f.name in values}
+
+
 def lm_eval_settings(results: Mapping[str, Any], task: str, family: Family) -> dict[str, Any]:
     """The settings of one task of an lm-eval run, from its results file (module docstring)."""
     config = results.get("config") or {}
@@ -314,9 +326,11 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
                 continue  # a step whose outputs feed another run (e.g. free answers before extraction)
             model, config = _model_of_results(results[results_path], path.parent)
             settings = as_settings(lm_eval_settings(results[results_path], task, family))
+            given = _given_options(family, _task_metadata(results[results_path], task), "lm_eval")
         else:  # no results file of this run: the folder's model, settings unknown
-            model, config, settings = _folder_model(path.parent), {}, UNKNOWN_SETTINGS
-        found.append(TaskOutput(base_task_name(task) or "", family, "lm-eval", path, stamp, model, config, settings))
+            model, config, settings, given = _folder_model(path.parent), {}, UNKNOWN_SETTINGS, {}
+        name = base_task_name(task) or ""
+        found.append(TaskOutput(name, family, "lm-eval", path, stamp, model, config, settings, given))
     return found
 
 
@@ -396,6 +410,7 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
                 same_model_as_lm_eval(header.eval.model),
                 info,
                 as_settings(inspect_settings(header, family)),
+                _given_options(family, header.eval.task_args or {}, "inspect"),
             )
         )
     return found

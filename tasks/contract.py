@@ -154,7 +154,8 @@ class LmEvalGroup:
     name: str  # the group, unprefixed (`lm_eval_group_name`)
     tasks: Sequence[str]  # its member tasks, unprefixed
     comment: str  # the comment atop the file
-    weighted_means: Sequence[str] = ()  # metrics the group reports as item-weighted means of its tasks'
+    weighted_means: Sequence[str] = ()  # metrics the group reports as means of its tasks'
+    weight_by_size: bool = True  # those means weighted by the tasks' sizes (False: the plain mean over tasks)
 
 
 @dataclass(frozen=True)
@@ -165,6 +166,16 @@ class InspectCalls:
     sides: int = 1
     per_side: int = 1
     known_tokens: bool = True
+
+
+@dataclass(frozen=True)
+class SummaryTable:
+    """A family's table in `biasmonkey summarize`: one row per task, its columns in order, and the
+    lines shown under it (a headline score, how to read the columns)."""
+
+    rows: Sequence[Mapping[str, Any]]
+    columns: Sequence[str]
+    notes: Sequence[str] = ()
 
 
 @dataclass(frozen=True)
@@ -202,6 +213,9 @@ class Family(Generic[R]):
     lm_eval_tags: Mapping[str, Sequence[str]] = field(default_factory=dict)  # tag (unprefixed) -> its tasks
     lm_eval_groups: Sequence[LmEvalGroup] = ()
     lm_eval_comments: Mapping[str, str] = field(default_factory=dict)  # task -> the comment atop its file
+    # Its table in `biasmonkey summarize`, from the records of each task (in the suite's order) and
+    # the options `summarize` was given; None: one row per task of the metrics it reports.
+    summary_table: Callable[..., SummaryTable] | None = None
     # Its pinned upstream files (`tasks.fetch.PinnedFile`s), for `biasmonkey data fetch` / `status`.
     data_files: Callable[[], Sequence[Any]] = lambda: ()
 

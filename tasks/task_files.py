@@ -56,7 +56,8 @@ def group_file(group: LmEvalGroup) -> str:
     text += "".join(f"  - {lm_eval_task_name(task)}\n" for task in group.tasks)
     if group.weighted_means:
         text += "aggregate_metric_list:\n"
-        text += "".join(f"  - metric: {metric}\n    weight_by_size: true\n" for metric in group.weighted_means)
+        weight = str(group.weight_by_size).lower()
+        text += "".join(f"  - metric: {metric}\n    weight_by_size: {weight}\n" for metric in group.weighted_means)
         text += "metadata:\n  version: 1.0\n"
     return text
 

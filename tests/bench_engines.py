@@ -47,8 +47,8 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from biasmonkey.harness_ext.cli import tasks_dir  # noqa: E402
-from biasmonkey.harness_ext.default_model import ensure_default_model  # noqa: E402
+from biasmonkey.harness_ext.app.cli import tasks_dir  # noqa: E402
+from biasmonkey.harness_ext.app.default_model import ensure_default_model  # noqa: E402
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM  # noqa: E402
 from biasmonkey.harness_ext.lm_eval.backends.served import ServedLM  # noqa: E402
 from biasmonkey.tasks.families import COGNITIVE, RESPONSE_BIAS  # noqa: E402

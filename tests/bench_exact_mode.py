@@ -25,9 +25,9 @@ from lm_eval import simple_evaluate  # noqa: E402
 from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
-from biasmonkey.harness_ext.cli import tasks_dir  # noqa: E402
-from biasmonkey.harness_ext.default_model import ensure_default_model  # noqa: E402
-from biasmonkey.harness_ext.summary import to_markdown  # noqa: E402
+from biasmonkey.harness_ext.app.cli import tasks_dir  # noqa: E402
+from biasmonkey.harness_ext.app.default_model import ensure_default_model  # noqa: E402
+from biasmonkey.harness_ext.app.summary import to_markdown  # noqa: E402
 from biasmonkey.metrics import BIASES, PERTURBATIONS  # noqa: E402
 from biasmonkey.tasks.response_bias.codecs import from_lm_eval as read_logged_pair  # noqa: E402
 from biasmonkey.tasks.response_bias.summary import rows_in_suite_order  # noqa: E402

@@ -26,7 +26,7 @@ import torch
 from bench_exact_mode import evaluate  # sets the offline environment before lm-eval loads
 from lm_eval.models.huggingface import HFLM
 
-from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.metrics import DeltaSummary, summarize_deltas
 from biasmonkey.metrics.virtual_sampling import virtual_delta, virtual_statistics
 from biasmonkey.tasks.response_bias.codecs import from_lm_eval as read_logged_pair

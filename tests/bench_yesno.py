@@ -24,9 +24,9 @@ import sys
 import time
 from pathlib import Path
 
-from biasmonkey.harness_ext.cli import tasks_dir
+from biasmonkey.harness_ext.app.cli import tasks_dir
 from biasmonkey.harness_ext.logs import records_from_samples_file
-from biasmonkey.harness_ext.yesno_compare import latest_yesno_outputs
+from biasmonkey.tasks.yesno.commands import latest_yesno_outputs
 from biasmonkey.tasks.cache import cache_root
 from biasmonkey.tasks.yesno.data import load_items
 from biasmonkey.tasks.yesno.scoring import summarize
@@ -123,7 +123,7 @@ def main() -> int:
         if args.model:
             model = args.model
         else:
-            from biasmonkey.harness_ext.default_model import ensure_default_model
+            from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
             model = str(ensure_default_model())
         cmd = lm_eval_command(model, out, args.tasks, args.batch_size, args.limit, args.gguf_file)

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.summary import to_markdown
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.harness_ext.app.summary import to_markdown
+from biasmonkey.harness_ext.logs import Run
+from biasmonkey.tasks.contract import SummaryTable
+from biasmonkey.tasks.response_bias.summary import human_likeness_line
 
 REFERENCE = "biasmonkey/samples/reference_deltas.csv"
 
@@ -85,8 +88,6 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     (run / "samples_biasmonkey_acquiescence_2026-01-02T00-00-00.000000.jsonl").write_text(
         _sample("K1", [0.6, 0.4], [0.7, 0.3]) + "\n" + _sample("K2", [0.5, 0.5], [0.8, 0.2]) + "\n"
     )
-    # Another suite's samples (same biasmonkey_ prefix, other records) are not this table's.
-    (run / "samples_biasmonkey_cognitive_anchoring_2026-01-02T00-00-00.000000.jsonl").write_text('{"doc": {}}\n')
     # An older run of the same task in the same folder is ignored.
     (run / "samples_biasmonkey_acquiescence_2026-01-01T00-00-00.000000.jsonl").write_text(
         _sample("OLD", [0.1, 0.9], [0.9, 0.1]) + "\n"
@@ -105,6 +106,11 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     assert float(row["uncertainty_q"]) == pytest.approx(0.985475, abs=1e-6)
     assert row["significant"] == "False"
     assert "Human-likeness score: +0 of 1 (acquiescence 0)." in capsys.readouterr().out
+    # Every family's samples are summarized: one that cannot be read is an error naming its file.
+    broken = run / "samples_biasmonkey_cognitive_anchoring_2026-01-02T00-00-00.000000.jsonl"
+    broken.write_text('{"doc": {}}\n')
+    assert main(["summarize", str(tmp_path)]) == 2
+    assert f"{broken}, line 1: not a biasmonkey cognitive-bias sample" in capsys.readouterr().err
 
 
 def test_summarize_uncertainty_side_option(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
@@ -146,7 +152,7 @@ def test_summarize_uncertainty_side_option(tmp_path: Path, capsys: pytest.Captur
 
 
 def test_report_takes_the_uncertainty_side_option() -> None:
-    from biasmonkey.harness_ext.cli import build_parser
+    from biasmonkey.harness_ext.app.cli import build_parser
 
     parse = build_parser().parse_args
     assert parse(["report", "r", "--out", "o"]).uncertainty_side == "paper"
@@ -192,7 +198,9 @@ def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
             "significant": False,
         },
     ]
-    md = to_markdown(rows, "t")
+    table = SummaryTable(rows, list(rows[0]), [human_likeness_line(rows)])
+    md = to_markdown({Run("m"): {"response_bias": table}}, {Run("m"): "m"})
+    assert md.startswith("# Summary: m\n\n## Survey response biases")
     assert "| acquiescence | bias | 10 | 5.000 | 1.000 | 3.000 | 7.000 | 5.000 | 0.001 | yes |" in md
     # +1 (acquiescence, significant Δ > 0) −1 (allow/forbid, significant Δ < 0) = 0 over 2 biases
     assert "Human-likeness score: +0 of 2 (acquiescence +1, allow_forbid -1)." in md
@@ -211,8 +219,8 @@ def test_run_without_data_fails_early_with_a_clear_message(
 
 
 def test_run_passes_the_run_options_to_lm_eval_metadata() -> None:
-    from biasmonkey.harness_ext.cli import build_parser
-    from biasmonkey.harness_ext.run import lm_eval_command
+    from biasmonkey.harness_ext.app.cli import build_parser
+    from biasmonkey.harness_ext.app.run import lm_eval_command
 
     args = build_parser().parse_args(
         [

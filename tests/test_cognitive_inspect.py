@@ -18,8 +18,8 @@ from test_inspect import metrics, output, run
 from test_inspect_parity import RAW_PROMPT
 from test_lm_eval_e2e import metric, run_lm_eval
 
-from biasmonkey.harness_ext.inspect.cognitive import EXACT_MODE_UNAVAILABLE, TASKS
-from biasmonkey.harness_ext.lm_eval.cognitive import generation_kwargs
+from biasmonkey.tasks.cognitive.inspect_task import EXACT_MODE_UNAVAILABLE, TASKS
+from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
@@ -488,7 +488,7 @@ def test_two_step_parity_with_lm_eval_on_the_tiny_model(tiny_model: Path, tmp_pa
 def test_one_step_parity_with_lm_eval_on_smollm2(tmp_path: Path) -> None:
     """SmolLM2-135M-Instruct names valid options in some tests and none in others: both harnesses
     must agree on every answer text, hence on the scores, the failures and the aggregates."""
-    from biasmonkey.harness_ext.default_model import ensure_default_model
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
     records = assert_generate_parity(
         ensure_default_model(), tmp_path, ("hindsight_bias", "information_bias", "bandwagon_effect"), limit=1
@@ -503,7 +503,7 @@ def test_two_step_parity_with_lm_eval_on_smollm2(tmp_path: Path) -> None:
     """The paper's protocol on SmolLM2-135M-Instruct under its chat template (each call one user
     message): Inspect's solver and lm-eval's two runs agree on every free answer and extraction
     reply, hence on the records and the aggregates."""
-    from biasmonkey.harness_ext.default_model import ensure_default_model
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
     records = assert_generate_parity(
         ensure_default_model(), tmp_path, ("hindsight_bias", "information_bias"), 1, "two_step", True, max_tokens=100

@@ -11,7 +11,7 @@ from test_cognitive_lm_eval import FIXTURES, assert_recomputes, logged, metadata
 from test_lm_eval_e2e import run_lm_eval
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.tasks.cognitive.data import bias_tests
 from biasmonkey.tasks.cognitive.prompts import answer_prompt, side_text
 

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from biasmonkey.harness_ext.data_command import add_subcommand
+from biasmonkey.harness_ext.app.data_command import add_subcommand
 from biasmonkey.tasks.cognitive.generation import generate
 from biasmonkey.tasks.fetch import cache_status, pinned_files
 from biasmonkey.tasks.response_bias import data, published_samples

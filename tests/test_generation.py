@@ -15,8 +15,8 @@ import pytest
 from inspect_ai.model import get_model
 from test_inspect import metrics, output, run, scripted
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.cognitive_generate import inspect_asker
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.tasks.cognitive.commands import inspect_asker
 from biasmonkey.tasks.cognitive.data import load_tests
 from biasmonkey.tasks.cognitive.generation.checks import parse_check
 from biasmonkey.tasks.cognitive.generation.diversity import diversity, rouge_l, self_bleu
@@ -481,7 +481,7 @@ def test_cli_generate_with_a_real_model_counts_failures(tiny_model: Path, tmp_pa
 
 def test_cli_generate_template_variant(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys) -> None:
     """--template-variant reaches load_templates and changes the generated tests; no model is called."""
-    import biasmonkey.harness_ext.cognitive_generate as cg
+    import biasmonkey.tasks.cognitive.commands as cg
     import biasmonkey.tasks.cognitive.generation.template as template_module
 
     variants: list[str | None] = []

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from test_generation import SCENARIOS
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.tasks.cognitive.data import load_tests
 from biasmonkey.tasks.cognitive.generation.generate import output_paths
 

@@ -291,7 +291,7 @@ def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
 
 @pytest.mark.slow
 def test_smollm2_matches_stock_hf_on_every_suite(data_dir: Path) -> None:
-    from biasmonkey.harness_ext.default_model import ensure_default_model
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
     stock_lm = HFLM(pretrained=str(ensure_default_model()), device="cpu", batch_size=8, dtype="float32")
     lm = PrefixReuseHFLM(pretrained=stock_lm.model, tokenizer=stock_lm.tokenizer, device="cpu", batch_size=8)

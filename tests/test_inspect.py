@@ -25,9 +25,9 @@ from inspect_ai.model import (
 )
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect.response_bias import TASKS, pair_samples
 from biasmonkey.harness_ext.logs import records_from_eval_log
 from biasmonkey.metrics.top_logprobs import label_logprobs
+from biasmonkey.tasks.response_bias.inspect_task import TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions
 
 pytestmark = pytest.mark.usefixtures("data_dir")
@@ -231,7 +231,7 @@ def test_inspect_cli_runs_a_task_from_any_directory(tiny_model: Path, tmp_path: 
 
 
 def test_summarize_reads_inspect_logs(tmp_path: Path) -> None:
-    from biasmonkey.harness_ext.cli import main
+    from biasmonkey.harness_ext.app.cli import main
 
     (q1, qp1), (q2, qp2) = prompts()
     model = scripted(
@@ -247,11 +247,11 @@ def test_summarize_reads_inspect_logs(tmp_path: Path) -> None:
     md = (tmp_path / "logs" / "summary.md").read_text()
     # Δ = 10 and 30 → mean 20, stderr 10
     assert "| acquiescence | bias | 2 | 20.000 | 10.000 |" in md
-    assert "# Survey response biases: model" in md  # mockllm/model → "model"
+    assert "# Summary: model" in md and "## Survey response biases" in md  # mockllm/model → "model"
 
 
 def test_the_eval_set_config_runs_the_whole_suite(tiny_model: Path, tmp_path: Path) -> None:
-    from biasmonkey.harness_ext.cli import main
+    from biasmonkey.harness_ext.app.cli import main
 
     config = REPO / "configs" / "inspect_response_bias.yaml"
     vocab = len(AutoTokenizer.from_pretrained(tiny_model))

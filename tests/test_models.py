@@ -1,5 +1,5 @@
 """Tests of the tiny test model (tests/tiny_model.py) and the bundled default model
-(biasmonkey.harness_ext.default_model). Run with HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1."""
+(biasmonkey.harness_ext.app.default_model). Run with HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from safetensors.torch import load_file
 from tiny_model import build_tiny_model  # tests/ has no __init__.py: pytest puts it on sys.path
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from biasmonkey.harness_ext import default_model as dm
+from biasmonkey.harness_ext.app import default_model as dm
 from biasmonkey.tasks.cache import CACHE_DIR_ENV
 
 LETTERS = "ABCDEF"

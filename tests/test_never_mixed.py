@@ -17,10 +17,10 @@ from test_inspect import output, prompts, run, scripted
 from test_lm_eval_e2e import run_lm_eval
 from tiny_model import build_tiny_model
 
-from biasmonkey.harness_ext.cli import main
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.harness_ext.app.report import write_report
+from biasmonkey.harness_ext.app.summary import task_records
 from biasmonkey.harness_ext.logs import UNKNOWN_SETTINGS, as_settings, lm_eval_settings, records_from_samples_file, scan
-from biasmonkey.harness_ext.report import write_report
-from biasmonkey.harness_ext.summary import task_records
 from biasmonkey.tasks.families import RESPONSE_BIAS, YESNO
 
 TASKS = "biasmonkey_acquiescence,biasmonkey_yesno_comps"
@@ -70,7 +70,7 @@ def csv_rows(path: Path) -> list[dict[str, str]]:
 def test_summarize_gives_each_model_and_setting_its_own_table(runs: dict[str, Path], tmp_path: Path) -> None:
     assert main(["summarize", str(runs["out"]), "--out", str(tmp_path)]) == 0
     md = (tmp_path / "summary.md").read_text()
-    assert md.startswith("# Survey response biases: 3 runs")
+    assert md.startswith("# Summary: 3 runs")
     headings = [line for line in md.splitlines() if line.startswith("## ")]
     assert headings == [
         "## alpha (dtype=float32, limit=3)",
@@ -91,7 +91,7 @@ def test_summarize_gives_each_model_and_setting_its_own_table(runs: dict[str, Pa
 def test_summarize_model_picks_one(runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     assert main(["summarize", str(runs["out"]), "--out", str(tmp_path / "b"), "--model", "beta"]) == 0
     md = (tmp_path / "b" / "summary.md").read_text()
-    assert md.startswith("# Survey response biases: beta (dtype=float32, limit=3)\n") and "## " not in md
+    assert md.startswith("# Summary: beta (dtype=float32, limit=3)\n") and "## alpha" not in md
     (row,) = csv_rows(tmp_path / "b" / "summary.csv")
     assert row["model"] == str(runs["beta"])
     # the full name works too; alpha's two settings stay two tables
@@ -100,15 +100,15 @@ def test_summarize_model_picks_one(runs: dict[str, Path], tmp_path: Path, capsys
     capsys.readouterr()
     assert main(["summarize", str(runs["out"]), "--out", str(tmp_path / "g"), "--model", "gamma"]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("biasmonkey: error: --model gamma: no response-bias results of that model")
+    assert err.startswith("biasmonkey: error: --model gamma: no biasmonkey results of that model")
     assert str(runs["alpha"]) in err and str(runs["beta"]) in err
 
 
 def test_a_one_run_reader_names_the_runs(runs: dict[str, Path]) -> None:
     with pytest.raises(ValueError, match="holds the results of 3 runs, not to be mixed") as err:
-        task_records(runs["out"])
+        task_records(runs["out"], RESPONSE_BIAS)
     assert str(runs["alpha"]) in str(err.value) and "num_fewshot=1" in str(err.value)
-    assert set(task_records(model_folder(runs, "beta"))) == {"biasmonkey_acquiescence"}
+    assert set(task_records(model_folder(runs, "beta"), RESPONSE_BIAS)) == {"biasmonkey_acquiescence"}
 
 
 # ---------------------------------------------------------------------------- report and leaderboard

@@ -46,19 +46,19 @@ def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
     assert len(cognitive_templates) == 30 and "biasmonkey/tasks/cognitive/templates/README.md" in names
     assert (
         "biasmonkey/tasks/cognitive/generation/generate.py" in names
-        and "biasmonkey/harness_ext/report/__init__.py" in names
+        and "biasmonkey/harness_ext/app/report/__init__.py" in names
     )
     for suite in ("yesno", "cognitive"):
         shipped = {n for n in names if n.startswith(f"biasmonkey/tasks/{suite}/") and n.endswith(".yaml")}
         assert len(shipped) == len(list((REPO / "tasks" / suite).glob("*.yaml"))) > 0, suite
         assert f"biasmonkey/tasks/{suite}/README.md" in names
     assert not any(n.startswith("biasmonkey/tests") or "fixtures" in n for n in names)
-    assert "biasmonkey/metrics/statistics.py" in names and "biasmonkey/harness_ext/cli.py" in names
+    assert "biasmonkey/metrics/statistics.py" in names and "biasmonkey/harness_ext/app/cli.py" in names
     assert not any("/tests/" in n or n.startswith("tests/") for n in names)
     entry_points = zipfile.ZipFile(wheel).read(next(n for n in names if n.endswith("entry_points.txt"))).decode()
     assert "biasmonkey/harness_ext/inspect/registry.py" in names
     assert "[inspect_ai]" in entry_points and "biasmonkey = biasmonkey.harness_ext.inspect.registry" in entry_points
-    assert "biasmonkey = biasmonkey.harness_ext.cli:main" in entry_points
+    assert "biasmonkey = biasmonkey.harness_ext.app.cli:main" in entry_points
     assert "biasmonkey/harness_ext/lm_eval/backends/hf_prefix.py" in names
     assert "biasmonkey-server = biasmonkey.harness_ext.lm_eval.backends.served:ServedLM" in entry_points
     assert "[lm_eval.tasks]" in entry_points and "biasmonkey = biasmonkey.tasks" in entry_points

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.plan import BACKENDS, SUITES, build_requests, simple_counts
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.harness_ext.app.plan import BACKENDS, SUITES, build_requests, simple_counts
 from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 
@@ -148,7 +148,7 @@ def test_plan_loads_no_model_weights(
     monkeypatch.setattr(transformers.PreTrainedModel, "from_pretrained", refuse)
     monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", refuse)
     # Default tokenizer: the bundled model's folder (here the tiny model stands in for it).
-    from biasmonkey.harness_ext import default_model
+    from biasmonkey.harness_ext.app import default_model
 
     monkeypatch.setattr(default_model, "ensure_default_model", lambda log=print: tiny_model)
     assert main(["plan", "--tasks", "biasmonkey_allow_forbid", "--limit", "1"]) == 0

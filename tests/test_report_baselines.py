@@ -12,10 +12,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from biasmonkey.harness_ext import report
-from biasmonkey.harness_ext.cli import build_parser
-from biasmonkey.harness_ext.report.inputs import ModelResults
-from biasmonkey.harness_ext.report.tables import PAPER_PROTOCOL, build_tables, paper_label, published_table
+from biasmonkey.harness_ext.app import report
+from biasmonkey.harness_ext.app.cli import build_parser
+from biasmonkey.harness_ext.app.report.inputs import ModelResults
+from biasmonkey.harness_ext.app.report.tables import PAPER_PROTOCOL, build_tables, paper_label, published_table
 from biasmonkey.tasks.fetch import DataError
 from biasmonkey.tasks.response_bias import published_samples
 from biasmonkey.tasks.response_bias.published_samples import (

@@ -18,7 +18,7 @@ import yaml
 from scipy import stats
 from tiny_model import build_tiny_model
 
-from biasmonkey.harness_ext.cli import main
+from biasmonkey.harness_ext.app.cli import main
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 
 REPO = Path(__file__).resolve().parents[1]
@@ -238,7 +238,7 @@ def test_the_paper_models_can_be_left_out_or_chosen(runs: dict[str, Path], tmp_p
 # Runs a biasmonkey command in a fresh interpreter, then prints which harnesses it imported.
 HARNESS_IMPORTS = """
 import json, sys
-from biasmonkey.harness_ext.cli import main
+from biasmonkey.harness_ext.app.cli import main
 code = main(sys.argv[1:])
 print("HARNESSES", json.dumps([m for m in ("lm_eval", "inspect_ai") if m in sys.modules]))
 sys.exit(code)

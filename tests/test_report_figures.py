@@ -10,10 +10,12 @@ import pytest
 from matplotlib import colors
 from matplotlib.image import imread
 
-from biasmonkey.harness_ext.report import figures
-from biasmonkey.harness_ext.report.inputs import ModelResults
-from biasmonkey.harness_ext.report.tables import uncertainty_table
+from biasmonkey.harness_ext.app.report import figures
+from biasmonkey.harness_ext.app.report.inputs import ModelResults
+from biasmonkey.harness_ext.app.report.tables import uncertainty_table
+from biasmonkey.tasks.cognitive import report as cognitive_report
 from biasmonkey.tasks.response_bias.scoring import PairRecord
+from biasmonkey.tasks.yesno import report as yesno_report
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -123,8 +125,8 @@ def test_uncertainty_scatter_x_follows_the_side(
     for bias in xs:
         m.records["response_bias"][f"biasmonkey_{bias}"] = records(bias, [1, 3, 2, 4], q, qp)
     drawn = []
-    save = figures._save
-    monkeypatch.setattr(figures, "_save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
+    save = figures.save
+    monkeypatch.setattr(figures, "save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
     table = uncertainty_table([m], side)
     figures.uncertainty_scatter([m], table, tmp_path / "scatter.png")
     ax = drawn[0].axes[0]
@@ -154,7 +156,7 @@ def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
             for c, b, a in (("base", -0.9, 0.5), ("generic", -0.95, 0.51), ("specific", 0.02, 0.55))
         ]
     )
-    assert_non_trivial(pixels(figures.yesno_bars(yesno, tmp_path / "yesno.png")))
+    assert_non_trivial(pixels(yesno_report.bars(yesno, tmp_path / "yesno.png")))
     cognitive = pd.DataFrame(
         [
             {"model": m, "bias": b, "score": s}
@@ -162,7 +164,7 @@ def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
             for b, s in zip(("anchoring", "framing", "halo_effect"), scores)
         ]
     )
-    heat = pixels(figures.cognitive_heatmap(cognitive, tmp_path / "heat.png"))
+    heat = pixels(cognitive_report.heatmap(cognitive, tmp_path / "heat.png"))
     assert_non_trivial(heat, min_colours=50)
     matrix = figures.feature_matrix(cognitive, "score", ["bias"])
     assert matrix.shape == (3, 3)

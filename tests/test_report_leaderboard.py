@@ -18,16 +18,16 @@ from test_lm_eval_e2e import run_lm_eval
 from test_report_e2e import inspect_run
 from tiny_model import build_tiny_model
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.report import build_tables, discover
-from biasmonkey.harness_ext.report.hub import (
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.harness_ext.app.report import build_tables, discover
+from biasmonkey.harness_ext.app.report.hub import (
     HUB_METRIC,
     PLACEHOLDER_DATASET,
     eval_yaml,
     eval_yaml_text,
     hub_tasks,
 )
-from biasmonkey.harness_ext.report.leaderboard import write_leaderboard
+from biasmonkey.harness_ext.app.report.leaderboard import write_leaderboard
 
 REPO = Path(__file__).resolve().parents[1]
 LM_TASKS = [

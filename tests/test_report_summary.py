@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 from records import cognitive_test, yesno_item
 
-from biasmonkey.harness_ext.report import model_lines, summary_display, summary_section
-from biasmonkey.harness_ext.report.inputs import ModelResults
-from biasmonkey.harness_ext.report.render import Table, to_html, to_markdown
-from biasmonkey.harness_ext.report.tables import build_tables, effect_label
+from biasmonkey.harness_ext.app.report import model_lines, summary_display, summary_section
+from biasmonkey.harness_ext.app.report.inputs import ModelResults
+from biasmonkey.harness_ext.app.report.render import Table, to_html, to_markdown
+from biasmonkey.harness_ext.app.report.tables import build_tables, effect_label
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 

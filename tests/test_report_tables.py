@@ -10,23 +10,23 @@ import pandas as pd
 import pytest
 from records import cognitive_test, yesno_item
 
-from biasmonkey.harness_ext.report.inputs import ModelResults, parse_names, short_name, suite_of
-from biasmonkey.harness_ext.report.tables import (
+from biasmonkey.harness_ext.app.report.inputs import ModelResults, parse_names, short_name, suite_of
+from biasmonkey.harness_ext.app.report.tables import (
     NOT_CODED,
     adjust_all,
     build_tables,
-    cognitive_table,
     draws_table,
     grid,
     human_likeness_table,
     response_bias_table,
     topic_table,
     uncertainty_table,
-    yesno_table,
 )
-from biasmonkey.harness_ext.report.topics import NO_TOPIC, load_topics
+from biasmonkey.harness_ext.app.report.topics import NO_TOPIC, load_topics
 from biasmonkey.metrics.multiple_testing import benjamini_hochberg, holm
+from biasmonkey.tasks.cognitive import report as cognitive_report
 from biasmonkey.tasks.response_bias.scoring import PairRecord
+from biasmonkey.tasks.yesno import report as yesno_report
 
 CODED = Path(__file__).parent / "fixtures" / "report" / "coded.csv"
 
@@ -248,7 +248,8 @@ def test_yesno_table_by_hand() -> None:
         yesno_item(3, "No", -3, -1),
         yesno_item(4, "Yes", -2, -1.4),
     ]
-    table = yesno_table([model("m1", "yesno", {"biasmonkey_yesno_comps": records})]).set_index("correction")
+    table = yesno_report.tables([model("m1", "yesno", {"biasmonkey_yesno_comps": records})])["yesno"]
+    table = table.set_index("correction")
     assert table.loc["base", ["bias", "accuracy"]].tolist() == pytest.approx([0.0, 0.5])
     assert table.loc["generic", ["bias", "accuracy"]].tolist() == pytest.approx([0.5, 0.75])
     assert table.loc["specific", ["bias", "accuracy"]].tolist() == pytest.approx([0.0, 0.5])
@@ -258,7 +259,7 @@ def test_yesno_table_by_hand() -> None:
 def test_cognitive_table_by_hand() -> None:
 
     # scores .5, 1 (one failed test): mean .75, sd .35355, stderr .25, t 3, df 1: p = 2(½ − atan(3)/π) = 0.20483
-    table = cognitive_table(
+    table = cognitive_report.tables(
         [
             model(
                 "m1",
@@ -272,7 +273,7 @@ def test_cognitive_table_by_hand() -> None:
                 },
             )
         ]
-    )
+    )["cognitive"]
     row = table.iloc[0]
     assert (row["bias"], row["n_tests"], row["failures"]) == ("anchoring", 3, 1)
     assert (row["score"], row["score_stderr"], row["t"]) == (

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from test_inspect import output, run, scripted
 
-from biasmonkey.harness_ext.cli import main
-from biasmonkey.harness_ext.inspect.response_bias import pair_samples
+from biasmonkey.harness_ext.app.cli import main
+from biasmonkey.tasks.response_bias.inspect_task import pair_samples
 from biasmonkey.metrics.representativeness import mean_representativeness, question_representativeness
 from biasmonkey.tasks.response_bias.human_distributions import (
     HumanDistribution,

@@ -28,7 +28,7 @@ SECRET = "sk-test-0123456789abcdef-do-not-leak"
 def cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     """`biasmonkey ARGV…` in a fresh process, as a user runs it."""
     return subprocess.run(
-        [sys.executable, "-m", "biasmonkey.harness_ext.cli", *argv],
+        [sys.executable, "-m", "biasmonkey.harness_ext.app.cli", *argv],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -273,7 +273,7 @@ def test_a_signal_stops_the_run_and_everything_it_started(
     out = tmp_path / "out"
     with FaultServer(delay=0.5) as server:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "biasmonkey.harness_ext.cli", *served_run(server, tiny_model, out)],
+            [sys.executable, "-m", "biasmonkey.harness_ext.app.cli", *served_run(server, tiny_model, out)],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from biasmonkey.harness_ext.cli import build_parser, main
-from biasmonkey.harness_ext.run import cache_path, lm_eval_command
+from biasmonkey.harness_ext.app.cli import build_parser, main
+from biasmonkey.harness_ext.app.run import cache_path, lm_eval_command
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -139,7 +139,7 @@ def test_family_tasks_load_without_the_custom_kwargs_warning(data_dir: Path, cap
     from lm_eval.api.task import ConfigurableTask
     from lm_eval.tasks import TaskManager
 
-    from biasmonkey.harness_ext.run import tasks_dir
+    from biasmonkey.harness_ext.app.run import tasks_dir
 
     caplog.set_level(logging.WARNING)
     manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False)
@@ -306,8 +306,8 @@ def test_an_interrupted_run_resumes_from_the_cache(
 
 def test_the_two_step_protocol_runs_as_three_lm_eval_steps(tmp_path: Path) -> None:
     """Free answers (an intermediate run) go to their own folder; the follow-up run reads them."""
-    from biasmonkey.harness_ext.plan import TaskRequests
-    from biasmonkey.harness_ext.run import Step, lm_eval_steps
+    from biasmonkey.harness_ext.app.plan import TaskRequests
+    from biasmonkey.harness_ext.app.run import Step, lm_eval_steps
     from biasmonkey.tasks.cognitive.options import CognitiveOptions
     from biasmonkey.tasks.yesno.options import YesNoOptions
 

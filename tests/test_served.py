@@ -29,7 +29,7 @@ from lm_eval import simple_evaluate
 from lm_eval.api.instance import Instance
 from lm_eval.tasks import TaskManager
 
-from biasmonkey.harness_ext.default_model import ensure_default_model, gguf_path
+from biasmonkey.harness_ext.app.default_model import ensure_default_model, gguf_path
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 from biasmonkey.harness_ext.lm_eval.backends.served import ServedLM, ServerError
 from biasmonkey.harness_ext.logs import records_from_samples_file

@@ -11,7 +11,7 @@ from test_inspect_parity import assert_parity, inspect_records, lm_eval_records
 from test_lm_eval_e2e import assert_recomputes, metric, run_lm_eval
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.tasks.response_bias.prompts import answer_continuations, render_prompt
 
 pytestmark = [

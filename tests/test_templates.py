@@ -10,7 +10,7 @@ import pytest
 from inspect_ai import eval as inspect_eval
 from test_inspect import metrics, output, scripted
 
-from biasmonkey.harness_ext.inspect.response_bias import TASKS, pair_samples
+from biasmonkey.tasks.response_bias.inspect_task import TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.prompts import parse_output, render_prompt
 from biasmonkey.tasks.response_bias.scoring import answer_counts

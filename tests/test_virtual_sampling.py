@@ -177,8 +177,8 @@ def test_run_options_validate_virtual_sampling() -> None:
 def test_run_command_passes_the_virtual_options_to_lm_eval() -> None:
     import json
 
-    from biasmonkey.harness_ext.cli import build_parser
-    from biasmonkey.harness_ext.run import lm_eval_command
+    from biasmonkey.harness_ext.app.cli import build_parser
+    from biasmonkey.harness_ext.app.run import lm_eval_command
 
     args = build_parser().parse_args(["run", "--virtual-samples", "50", "--virtual-seed", "9"])
     cmd = lm_eval_command(args, "/models/m")

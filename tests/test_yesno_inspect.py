@@ -22,7 +22,7 @@ from test_yesno_lm_eval import REPORTED  # the lm-eval tasks' metrics
 from tokenizers import processors
 from transformers import AutoTokenizer
 
-from biasmonkey.harness_ext.inspect.yesno import TASKS, hf_null_prompt
+from biasmonkey.tasks.yesno.inspect_task import TASKS, hf_null_prompt
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics.yesno import stratified_kfold
 from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
@@ -368,6 +368,6 @@ def test_smollm2_gives_the_same_records_in_both_harnesses(tmp_path: Path) -> Non
     The few-shot EWoK prompt keeps all four continuations in the top 1000 (the zero-shot COMPS
     prompt does not: "Yes"/"No" without a space rank lower after a bare question). SmolLM2's larger
     logits make the float32 rounding larger: measured differences up to 9.4e-6, hence 5e-5."""
-    from biasmonkey.harness_ext.default_model import ensure_default_model
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
     assert_parity(ensure_default_model(), tmp_path, ("yesno_ewok_fewshot",), limit=12, top_logprobs=1000, tol=5e-5)

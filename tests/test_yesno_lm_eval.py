@@ -6,6 +6,7 @@ recompute to the numbers lm-eval reported; `biasmonkey yesno-compare` reads the 
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import subprocess
@@ -17,8 +18,8 @@ import torch
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from biasmonkey.harness_ext.cli import main as biasmonkey_main
-from biasmonkey.harness_ext.cli import tasks_dir
+from biasmonkey.harness_ext.app.cli import main as biasmonkey_main
+from biasmonkey.harness_ext.app.cli import tasks_dir
 from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.metrics.yesno import correctness, votes
 from biasmonkey.tasks.families import YESNO
@@ -121,6 +122,23 @@ def test_logged_records_recompute_to_reported_aggregates(glob_run) -> None:
     results, samples = glob_run
     for task in results["results"]:
         assert_recomputes(results["results"][task], samples[task], LIMIT)
+
+
+def test_summarize_shows_each_reported_metric_under_its_name(glob_run, tmp_path: Path, capsys) -> None:
+    """`biasmonkey summarize` on a yes-no run: one row per task, each metric the task reported (as
+    lm-eval aggregated it from the same records) under the metric's own name."""
+    results, samples = glob_run
+    folder = samples["biasmonkey_yesno_comps"].parent
+    assert biasmonkey_main(["summarize", str(folder), "--out", str(tmp_path)]) == 0
+    md = capsys.readouterr().out
+    assert "## Yes-no bias (Bhatt & Ivanova, CogSci 2025)" in md
+    rows = {r["task"]: r for r in csv.DictReader((tmp_path / "summary.csv").open())}
+    assert {f"biasmonkey_{task}" for task in rows} == set(results["results"])
+    for task, row in rows.items():
+        assert row["family"] == "yesno"
+        reported = results["results"][f"biasmonkey_{task}"]
+        for name in ("bias", "accuracy", "bias_generic", "bias_specific", "accuracy_specific", "n"):
+            assert float(row[name]) == pytest.approx(metric(reported, name), nan_ok=True), (task, name)
 
 
 def test_requests_are_the_prompt_then_the_empty_context(glob_run) -> None:

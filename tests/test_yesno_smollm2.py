@@ -11,7 +11,7 @@ from test_lm_eval_e2e import metric, run_lm_eval
 from test_yesno_lm_eval import assert_recomputes
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
-from biasmonkey.harness_ext.default_model import ensure_default_model
+from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
 
 pytestmark = [

@@ -1,8 +1,10 @@
 """Inspect's entry point (`[project.entry-points.inspect_ai]`): importing this module registers
-every biasmonkey task as `biasmonkey/<name>` (each family module registers its tasks with
-Inspect's `@task` when imported), so `inspect eval biasmonkey/acquiescence` works from any
-directory."""
+every biasmonkey task as `biasmonkey/<name>`: each family's Inspect adapter
+(`tasks/<family>/inspect_task.py`) registers its tasks with Inspect's `@task` when imported, so
+`inspect eval biasmonkey/acquiescence` works from any directory."""
 
-from biasmonkey.harness_ext.inspect import cognitive, response_bias, yesno
+from importlib import import_module
 
-REGISTERED = {**response_bias.TASKS, **response_bias.VARIANT_TASKS, **yesno.TASKS, **cognitive.TASKS}
+from biasmonkey.tasks.families import FAMILIES
+
+ADAPTERS = {name: import_module(f"biasmonkey.tasks.{name}.inspect_task") for name in FAMILIES}

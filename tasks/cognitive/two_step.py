@@ -1,6 +1,6 @@
 """The paper's two-step protocol in lm-eval: two runs of the same model.
 
-Inspect chains the two calls of a side in one solver (`harness_ext/inspect/cognitive.py`). lm-eval
+Inspect chains the two calls of a side in one solver (`tasks/cognitive/inspect_task.py`). lm-eval
 cannot: it builds every request of a run before it answers any, and gives a task no handle on the
 model, so an extraction prompt, which holds the free answer, cannot be a request of the run that
 produces that answer. lm-eval therefore runs the protocol as two runs of the same model with the

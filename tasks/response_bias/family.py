@@ -17,7 +17,7 @@ from biasmonkey.tasks.response_bias import codecs, data
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.scoring import PairRecord
-from biasmonkey.tasks.response_bias.summary import summarize
+from biasmonkey.tasks.response_bias.summary import summarize, summary_table
 
 # biasmonkey_acquiescence, …_acquiescence_key_typo, … (20 tasks), and the reworded acquiescence
 # task outside the main suite.
@@ -106,6 +106,7 @@ FAMILY: Family[PairRecord] = Family(
     docs=docs,
     metrics=metrics,
     summarize=summarize,
+    summary_table=summary_table,
     from_lm_eval=codecs.from_lm_eval,
     from_inspect=codecs.from_inspect,
     scorer="pair_scorer",

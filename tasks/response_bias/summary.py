@@ -6,7 +6,16 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from biasmonkey.metrics import BIASES, SETTINGS, DeltaSummary, draw_variation, summarize_deltas
+from biasmonkey.metrics import (
+    BIASES,
+    SETTINGS,
+    SIGNIFICANCE,
+    DeltaSummary,
+    draw_variation,
+    human_likeness,
+    summarize_deltas,
+)
+from biasmonkey.tasks.contract import SummaryTable
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE, correlated_side, uncertainty_correlation
 
@@ -86,3 +95,52 @@ def bias_summaries(rows: Iterable[Mapping[str, Any]]) -> dict[str, DeltaSummary]
         for r in rows
         if r["setting"] == "bias"
     }
+
+
+# ---------------------------------------------------------------------------- `biasmonkey summarize`
+
+COLUMNS = (
+    "bias",
+    "setting",
+    *DELTA_COLUMNS,
+    "uncertainty_q",
+    "uncertainty_qp",
+    "uncertainty_side",
+    "r_absdelta_uncertainty",
+)
+SAMPLING_COLUMNS = ("invalid_rate", "pairs_without_delta")
+UNCERTAINTY_NOTE = {
+    "paper": "the authors' choice, TACL Table 4: q for acquiescence and odd/even, q' for response order, "
+    "opinion float and allow/forbid; q on perturbation rows",
+    "q": "q on every row, as asked",
+    "qp": "q' on every row, as asked",
+}
+
+
+def human_likeness_line(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 otherwise."""
+    summaries = bias_summaries(rows)
+    if not summaries:
+        return None
+    scores = human_likeness(summaries)
+    parts = ", ".join(f"{bias} {score:+d}" if score else f"{bias} 0" for bias, score in scores.items())
+    return f"Human-likeness score: {sum(scores.values()):+d} of {len(scores)} ({parts})."
+
+
+def summary_table(
+    records_per_task: Iterable[Sequence[PairRecord]], uncertainty_side: str = DEFAULT_CHOICE, **_: Any
+) -> SummaryTable:
+    """The family's table in `biasmonkey summarize`: one row per task in suite order, the
+    human-likeness score, and how to read the columns."""
+    rows = rows_in_suite_order(records_per_task, uncertainty_side)
+    columns = [*COLUMNS, *(c for c in SAMPLING_COLUMNS if any(c in r for r in rows))]
+    score = human_likeness_line(rows)
+    note = (
+        "Δ in percentage points: mean over pairs with its stderr and 95% CI; t and p from a two-sided "
+        f"one-sample t-test against 0; significant = p < {SIGNIFICANCE}. On bias rows Δ > 0 is the "
+        "human-like direction; humans show no change on the perturbation (typo) rows. Uncertainty: "
+        "mean normalised entropy of the answers to q and q'; r_absdelta_uncertainty: Pearson correlation of |Δ| "
+        f"with the uncertainty of the side in uncertainty_side ({UNCERTAINTY_NOTE[uncertainty_side]}; "
+        "summary.csv also has r_absdelta_uncertainty_q, with q's uncertainty, on every row)."
+    )
+    return SummaryTable(rows, columns, [*([score] if score else []), note])

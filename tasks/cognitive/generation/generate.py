@@ -2,7 +2,7 @@
 
 For every bias, scenario and test number the pipeline draws a seed, samples the template's custom
 values, and asks the generator model (any callable `ask(Request) -> str`, sync or async; the
-Inspect adapter is `biasmonkey.harness_ext.cognitive_generate`) for the control's `[[gaps]]` as a
+Inspect adapter is `biasmonkey.tasks.cognitive.commands`) for the control's `[[gaps]]` as a
 JSON object, then for the treatment's remaining gaps (gaps shared with the control are copied,
 as in the paper). Each reply is validated — JSON object, every gap filled with text, the
 template's checks, no gap left, the option list intact and the row readable by the cognitive

@@ -14,8 +14,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from matplotlib.patches import Patch, Rectangle  # noqa: E402
 
-from biasmonkey.harness_ext.report.inputs import ModelResults  # noqa: E402
-from biasmonkey.harness_ext.report.tables import CORRECTIONS, grid  # noqa: E402
+from biasmonkey.harness_ext.app.report.inputs import ModelResults  # noqa: E402
+from biasmonkey.harness_ext.app.report.tables import grid  # noqa: E402
 from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE  # noqa: E402
 from biasmonkey.tasks.contract import lm_eval_task_name  # noqa: E402
 from biasmonkey.tasks.response_bias.uncertainty import side_uncertainty  # noqa: E402
@@ -28,7 +28,12 @@ DPI = 100
 MIN_MODELS_FOR_TREE = 3
 
 
-def _save(fig: plt.Figure, path: Path) -> Path:
+def subplots(*args, **kwargs):
+    """`plt.subplots` on the Agg backend (for the families' figures)."""
+    return plt.subplots(*args, **kwargs)
+
+
+def save(fig: plt.Figure, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=DPI, bbox_inches="tight")
     plt.close(fig)
@@ -90,7 +95,7 @@ def bias_grid(response_bias: pd.DataFrame, model: str, path: Path) -> Path:
         fontsize=8,
         frameon=False,
     )
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def bias_grids(response_bias: pd.DataFrame, models: Sequence[str], path: Path, title: str) -> Path:
@@ -107,7 +112,7 @@ def bias_grids(response_bias: pd.DataFrame, models: Sequence[str], path: Path, t
     fig.suptitle(title, fontsize=11)
     fig.legend(handles=GRID_LEGEND, loc="lower center", ncol=3, fontsize=8, frameon=False)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
-    return _save(fig, path)
+    return save(fig, path)
 
 
 def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
@@ -131,7 +136,7 @@ def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
         ax.set_title(model)
     axes[0, 0].legend(fontsize=7, loc="best")
     fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 SIDE_NAMES = {"q": "q", "qp": "q'"}  # r_side → how the figures name it
@@ -173,41 +178,7 @@ def uncertainty_scatter(models: Sequence[ModelResults], uncertainty: pd.DataFram
         if sides:
             ax.legend(fontsize=7)
     fig.tight_layout()
-    return _save(fig, path)
-
-
-def yesno_bars(yesno: pd.DataFrame, path: Path) -> Path:
-    """Bias and accuracy before and after each correction, per task × model."""
-    groups = list(dict.fromkeys(zip(yesno["task"], yesno["model"])))
-    fig, axes = plt.subplots(1, 2, figsize=(max(7, 1.6 * len(groups) + 3), 3.6))
-    width = 0.8 / len(CORRECTIONS)
-    for ax, column in zip(axes, ("bias", "accuracy")):
-        for k, correction in enumerate(CORRECTIONS):
-            sel = yesno[yesno["correction"] == correction].set_index(["task", "model"]).reindex(groups)
-            ax.bar(np.arange(len(groups)) + k * width, sel[column], width, label=correction)
-        ax.axhline(0 if column == "bias" else 0.5, color="black", linewidth=0.8)
-        ax.set_xticks(np.arange(len(groups)) + 0.4 - width / 2, [f"{t}\n{m}" for t, m in groups], fontsize=7)
-        ax.set_title(column)
-    axes[0].set_ylim(-1.05, 1.05)
-    axes[1].set_ylim(0, 1)
-    axes[0].legend(fontsize=7)
-    fig.tight_layout()
-    return _save(fig, path)
-
-
-def cognitive_heatmap(cognitive: pd.DataFrame, path: Path) -> Path:
-    """Mean bias score m per cognitive bias (rows) × model (columns), diverging colours on [−1, 1]."""
-    matrix = cognitive.pivot(index="bias", columns="model", values="score")
-    fig, ax = plt.subplots(figsize=(2 + 1.1 * matrix.shape[1], 1 + 0.32 * matrix.shape[0]))
-    image = ax.imshow(matrix.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
-        if not np.isnan(value):
-            ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
-    ax.set_yticks(range(matrix.shape[0]), [b.replace("_", " ") for b in matrix.index], fontsize=7)
-    fig.colorbar(image, ax=ax, label="mean bias score m")
-    fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)
 
 
 LINKAGE = "complete"  # Malberg et al. (2025) cluster models with complete linkage on Euclidean distances
@@ -238,4 +209,4 @@ def model_dendrogram(matrix: pd.DataFrame, path: Path, xlabel: str) -> Path | No
     dendrogram(linkage_matrix(matrix), labels=list(matrix.index), orientation="right", ax=ax)
     ax.set_xlabel(xlabel)
     fig.tight_layout()
-    return _save(fig, path)
+    return save(fig, path)

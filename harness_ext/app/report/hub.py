@@ -26,7 +26,7 @@ same for every task, stated in each entry's `notes` and in the Benchmark's descr
   opposite direction, so the signed mean would rank it best).
 
 `eval_yaml_text()` renders the shipped `configs/hub/eval.yaml`; regenerate it with
-`python -c "from biasmonkey.harness_ext.report.hub import eval_yaml_text as t; print(t(), end='')" > configs/hub/eval.yaml`.
+`python -c "from biasmonkey.harness_ext.app.report.hub import eval_yaml_text as t; print(t(), end='')" > configs/hub/eval.yaml`.
 """
 
 from __future__ import annotations
@@ -128,7 +128,7 @@ HEADER = """\
 # of the dataset repo you register (one-time steps: configs/hub/README.md). Spec:
 # https://huggingface.co/docs/hub/eval-results ("Registering a Benchmark", "Eval.yaml specification").
 # tasks[].id are the dataset.task_id of the `.eval_results/*.yaml` entries `biasmonkey report` writes.
-# Generated from biasmonkey.harness_ext.report.hub.eval_yaml_text(); do not edit by hand.
+# Generated from biasmonkey.harness_ext.app.report.hub.eval_yaml_text(); do not edit by hand.
 """
 
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.run_checks import positive_int, unknown_tasks
+from biasmonkey.harness_ext.app.run_checks import positive_int, unknown_tasks
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -212,7 +212,7 @@ def load_tokenizer(source: str | None) -> tuple[Any, str]:
     from transformers import AutoTokenizer
 
     if source is None:
-        from biasmonkey.harness_ext.default_model import ensure_default_model
+        from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
         source = str(ensure_default_model(log=lambda message: print(message, file=sys.stderr)))
     return AutoTokenizer.from_pretrained(source), Path(source).name if Path(source).exists() else source

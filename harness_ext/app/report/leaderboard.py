@@ -52,9 +52,9 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from biasmonkey.harness_ext.app.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, direction_note
+from biasmonkey.harness_ext.app.report.inputs import ModelResults
 from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
-from biasmonkey.harness_ext.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, direction_note
-from biasmonkey.harness_ext.report.inputs import ModelResults
 from biasmonkey.metrics.response_bias import BIASES
 from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, lm_eval_task_name, mean_stderr, reported
 from biasmonkey.tasks.families import FAMILIES

@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasmonkey.harness_ext.report.inputs import ModelResults
-from biasmonkey.harness_ext.report.topics import NO_TOPIC, TOPICS
+from biasmonkey.harness_ext.app.report.families import family_reports
+from biasmonkey.harness_ext.app.report.inputs import ModelResults
+from biasmonkey.harness_ext.app.report.topics import NO_TOPIC, TOPICS
 from biasmonkey.metrics import (
     BIASES,
     SETTINGS,
@@ -37,7 +38,6 @@ from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT
 from biasmonkey.tasks.response_bias.uncertainty import correlated_side, uncertainty_correlation
 
 NOT_CODED = "not coded"
-CORRECTIONS = ("base", "generic", "specific")
 # The `protocol` column: how a model's answers were obtained. The paper's models (baselines,
 # `biasmonkey.tasks.response_bias.published_samples`) were sampled 50 times per prompt.
 EXACT, SAMPLED, PAPER_PROTOCOL = "exact", "sampled", "paper: 50 samples"
@@ -239,71 +239,6 @@ def draws_table(models: Sequence[ModelResults]) -> pd.DataFrame:
     )
 
 
-# ---------------------------------------------------------------------------- yes-no and cognitive
-
-
-def yesno_table(models: Sequence[ModelResults]) -> pd.DataFrame:
-    """Bias and accuracy per model × task × correction (base, generic, specific)."""
-    from biasmonkey.tasks.yesno.scoring import summarize
-
-    rows = []
-    for m in models:
-        for task, records in m.tasks("yesno").items():
-            s = summarize(records)
-            for correction in CORRECTIONS:
-                suffix = "" if correction == "base" else f"_{correction}"
-                rows.append(
-                    {
-                        "model": m.name,
-                        "task": _task(task),
-                        "correction": correction,
-                        "n": s.n,
-                        "bias": getattr(s, f"bias{suffix}"),
-                        "accuracy": getattr(s, f"accuracy{suffix}"),
-                    }
-                )
-    return _frame(rows, ["model", "task", "correction", "n", "bias", "accuracy"])
-
-
-def cognitive_table(models: Sequence[ModelResults]) -> pd.DataFrame:
-    """Mean bias score m per model × cognitive bias, with its t-test, failures and the random baseline."""
-    from biasmonkey.tasks.cognitive.scoring import summarize_records
-
-    rows = []
-    for m in models:
-        for task, records in m.tasks("cognitive").items():
-            s = summarize_records(records)
-            rows.append(
-                {
-                    "model": m.name,
-                    "bias": _fixed(task)["bias"],
-                    "n_tests": s.n_tests,
-                    "failures": s.failures,
-                    "score": s.score.mean,
-                    "score_stderr": s.score.stderr,
-                    "t": s.score.t,
-                    "p": s.score.p,
-                    "expected_score": s.expected_score,
-                    "random_baseline": s.random_baseline,
-                }
-            )
-    return _frame(
-        rows,
-        [
-            "model",
-            "bias",
-            "n_tests",
-            "failures",
-            "score",
-            "score_stderr",
-            "t",
-            "p",
-            "expected_score",
-            "random_baseline",
-        ],
-    )
-
-
 # ---------------------------------------------------------------------------- multiple comparisons
 
 
@@ -354,9 +289,9 @@ def _fixed(name: str) -> Mapping[str, Any]:
 
 def warnings_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """What a reader must know before quoting a number, per model and task, only where it occurs:
-    invalid sampled answers and pairs left without Δ, imputed log-probabilities (options or yes/no
-    continuations missing from a served model's top-k, given the documented floor) and failed
-    cognitive tests."""
+    invalid sampled answers and pairs left without Δ, imputed log-probabilities (options missing
+    from a served model's top-k, given the documented floor), and each family's own (its report
+    module's `warnings`)."""
     rows = []
 
     def add(m: ModelResults, suite: str, task: str, warning: str, detail: str) -> None:
@@ -384,28 +319,9 @@ def warnings_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataF
                     "imputed log-probabilities",
                     f"{imputed:g} option log-probabilities imputed (not in the top-k) in {pairs} of {len(records)} pairs",
                 )
-        for task, records in m.tasks("yesno").items():
-            # as the task's `imputed_continuations` metric: per item, plus the one no-context measurement
-            imputed = sum(r.n_imputed for r in records) + max((r.n_imputed_null for r in records), default=0)
-            if imputed:
-                add(
-                    m,
-                    "yesno",
-                    task,
-                    "imputed log-probabilities",
-                    f"{imputed:g} yes/no continuations imputed (not in the top-k) over {len(records)} items",
-                )
-    cog = tables.get("cognitive")
-    if cog is not None:
-        by_name = {m.name: m for m in models}
-        for _, row in cog[cog["failures"] > 0].iterrows():
-            add(
-                by_name[row["model"]],
-                "cognitive",
-                row["bias"],
-                "failed tests",
-                f"{row['failures']:g} of {row['n_tests']:g} tests failed (no score)",
-            )
+    for name, hooks in family_reports(models).items():
+        if hasattr(hooks, "warnings"):
+            rows += [{"suite": name, **row, "task": _task(row["task"])} for row in hooks.warnings(models, tables)]
     return _frame(rows, ["model", "suite", "task", "warning", "detail"])
 
 
@@ -431,13 +347,14 @@ SUMMARY_COLUMNS = (
     "perturbations_significant_holm",
     "perturbations_significant_raw",
     "largest_effects",
-    "cognitive_biases",
-    "cognitive_significant_holm",
-    "yesno_tasks",
-    "yesno_bias_base",
-    "yesno_bias_specific",
     "warnings",
 )
+
+
+def summary_columns() -> list[str]:
+    """The summary table's columns: the response-bias ones, each family's, then the warnings."""
+    families = [column for hooks in family_reports().values() for column in getattr(hooks, "SUMMARY_COLUMNS", ())]
+    return [*SUMMARY_COLUMNS[:-1], *families, SUMMARY_COLUMNS[-1]]
 
 
 def summary_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
@@ -446,7 +363,7 @@ def summary_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFr
     the largest Holm-significant effects, cognitive biases significant after Holm, mean yes-no
     bias before and after the Specific correction, and the number of warnings."""
     rb, hl = tables.get("response_bias"), tables.get("human_likeness")
-    cog, yesno, warns = tables.get("cognitive"), tables.get("yesno"), tables.get("warnings")
+    warns = tables.get("warnings")
     rows = []
     for m in models:
         row: dict = {"model": m.name}
@@ -463,23 +380,13 @@ def summary_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFr
                 "perturbations_significant_raw": int((perturbations["p"] < SIGNIFICANCE).sum()),
                 "largest_effects": "; ".join(largest_effects(mine)),
             }
-        if m.tasks("cognitive") and cog is not None:
-            mine = cog[(cog["model"] == m.name) & cog["p"].notna()]
-            row |= {
-                "cognitive_biases": len(mine),
-                "cognitive_significant_holm": int((mine["p_holm"] < SIGNIFICANCE).sum()),
-            }
-        if m.tasks("yesno") and yesno is not None:
-            mine = yesno[yesno["model"] == m.name]
-            row |= {
-                "yesno_tasks": mine["task"].nunique(),
-                "yesno_bias_base": float(mine.loc[mine["correction"] == "base", "bias"].mean()),
-                "yesno_bias_specific": float(mine.loc[mine["correction"] == "specific", "bias"].mean()),
-            }
+        for name, hooks in family_reports(models).items():
+            if m.tasks(name) and hasattr(hooks, "summary"):
+                row |= hooks.summary(m, tables)
         row["warnings"] = 0 if warns is None else int((warns["model"] == m.name).sum())
         rows.append(row)
     present = {k for r in rows for k in r}
-    return _frame(rows, [c for c in SUMMARY_COLUMNS if c in present])
+    return _frame(rows, [c for c in summary_columns() if c in present])
 
 
 def build_tables(
@@ -503,10 +410,8 @@ def build_tables(
         tables["uncertainty"] = uncertainty_table(models, uncertainty_side)
         if len(draws := draws_table(models)):
             tables["perturbation_draws"] = draws
-    if any(m.tasks("yesno") for m in models):
-        tables["yesno"] = yesno_table(models)
-    if any(m.tasks("cognitive") for m in models):
-        tables["cognitive"] = cognitive_table(models)
+    for hooks in family_reports(models).values():
+        tables |= hooks.tables(models)
     tables["all_tests"] = adjust_all(tables)
     if published and "response_bias" in tables and len(paper := published_table(published)):
         tables["response_bias"] = pd.concat([tables["response_bias"], paper], ignore_index=True)

@@ -21,19 +21,20 @@ from pathlib import Path
 
 import pandas as pd
 
-from biasmonkey.harness_ext.logs import describe
-from biasmonkey.harness_ext.report import figures
-from biasmonkey.harness_ext.report.hub import PLACEHOLDER_DATASET
-from biasmonkey.harness_ext.report.inputs import ModelResults, discover
-from biasmonkey.harness_ext.report.leaderboard import leaderboard_text, write_leaderboard
-from biasmonkey.harness_ext.report.render import Figure, Section, Table, to_html, to_markdown
-from biasmonkey.harness_ext.report.tables import (
+from biasmonkey.harness_ext.app.report import figures
+from biasmonkey.harness_ext.app.report.families import family_reports
+from biasmonkey.harness_ext.app.report.hub import PLACEHOLDER_DATASET
+from biasmonkey.harness_ext.app.report.inputs import ModelResults, discover
+from biasmonkey.harness_ext.app.report.leaderboard import leaderboard_text, write_leaderboard
+from biasmonkey.harness_ext.app.report.render import Figure, Section, Table, to_html, to_markdown
+from biasmonkey.harness_ext.app.report.tables import (
     NOT_CODED,
     PAPER_PROTOCOL,
     build_tables,
     paper_label,
 )
-from biasmonkey.harness_ext.report.topics import load_topics
+from biasmonkey.harness_ext.app.report.topics import load_topics
+from biasmonkey.harness_ext.logs import describe
 from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT_UNCERTAINTY
 from biasmonkey.tasks.response_bias.uncertainty import check_choice as check_uncertainty_side
@@ -270,56 +271,6 @@ def response_bias_section(
     return s
 
 
-def yesno_section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
-    s = Section("Yes-no bias (Bhatt & Ivanova, CogSci 2025)")
-    s.blocks.append(
-        "bias = (#yes − #no)/N ∈ [−1, 1] (0 unbiased) and accuracy, before (`base`) and after the Generic (no-context) "
-        "and Specific (5-fold) log-probability corrections."
-    )
-    s.blocks.append(Table("Bias and accuracy per model, task and correction", tables["yesno"]))
-    s.blocks.append(
-        Figure(
-            "Bias and accuracy before and after each correction",
-            figures.yesno_bars(tables["yesno"], fig_dir / "yesno.png"),
-        )
-    )
-    return s
-
-
-def cognitive_section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
-    cog = tables["cognitive"]
-    s = Section("Cognitive biases (Malberg et al., 2025)")
-    s.blocks.append(
-        "Mean bias score m ∈ [−1, 1] per bias over the tests that did not fail (> 0 = biased direction), its t-test against 0 "
-        "with Holm/BH adjusted p, failed tests, and the score of a uniformly random chooser."
-    )
-    s.blocks.append(Table("Mean bias score per model and cognitive bias", cog, _significant(cog)))
-    s.blocks.append(
-        Figure(
-            "Mean bias score per cognitive bias and model",
-            figures.cognitive_heatmap(cog, fig_dir / "cognitive_heatmap.png"),
-        )
-    )
-    matrix = figures.feature_matrix(cog, "score", ["bias"])
-    tree = figures.model_dendrogram(
-        matrix, fig_dir / "cognitive_dendrogram.png", "Euclidean distance between per-bias mean scores"
-    )
-    if tree is None:
-        n = cog["model"].nunique()
-        s.blocks.append(
-            f"Model clustering needs at least {figures.MIN_MODELS_FOR_TREE} models; this report has {n}, so no dendrogram is drawn."
-        )
-    else:
-        s.blocks.append(
-            Figure(
-                f"Models clustered by their mean scores over the {matrix.shape[1]} biases all of them have "
-                "(complete linkage, Euclidean distance, as in Malberg et al.)",
-                tree,
-            )
-        )
-    return s
-
-
 def multiple_testing_section(tests: pd.DataFrame) -> Section:
     s = Section("Multiple comparisons")
     valid = tests.dropna(subset=["p"])
@@ -359,7 +310,6 @@ def _holm_family(tests: pd.DataFrame) -> str:
         "response_bias": "Δ",
         "uncertainty": "uncertainty correlation",
         "topics": "topic",
-        "cognitive": "cognitive",
     }
     present = [kinds.get(t, t) for t in dict.fromkeys(tests.dropna(subset=["p"])["table"])]
     return f"Holm over the report's family of {n} tests ({', '.join(present) or 'none'} tests of your models)"
@@ -389,15 +339,9 @@ def model_lines(row: Mapping, hl: pd.DataFrame | None) -> str:
         parts.append(f"Largest effects: {effects}." if effects else "No Δ is significant after Holm.")
     else:
         parts[0] += ":"
-    if pd.notna(row.get("cognitive_biases", float("nan"))):
-        parts.append(
-            f"Cognitive biases: {int(row['cognitive_significant_holm'])} of {int(row['cognitive_biases'])} significant after Holm."
-        )
-    if pd.notna(row.get("yesno_tasks", float("nan"))):
-        parts.append(
-            f"Yes-no bias (mean over {_count(row['yesno_tasks'], 'task')}, 0 = unbiased): {row['yesno_bias_base']:+.2f}, "
-            f"{row['yesno_bias_specific']:+.2f} after the Specific correction."
-        )
+    for hooks in family_reports().values():
+        if hasattr(hooks, "summary_sentence") and (sentence := hooks.summary_sentence(row)):
+            parts.append(sentence)
     return " ".join(parts)
 
 
@@ -415,16 +359,9 @@ def summary_display(summary: pd.DataFrame) -> pd.DataFrame:
             for k, n in zip(summary["perturbations_significant_holm"], summary["perturbations"])
         ]
         shown["largest effects (Holm p < 0.05)"] = summary["largest_effects"].fillna("–")
-    if "cognitive_biases" in summary:
-        shown["cognitive significant (Holm)"] = [
-            "–" if pd.isna(n) else f"{int(k)} / {int(n)}"
-            for k, n in zip(summary["cognitive_significant_holm"], summary["cognitive_biases"])
-        ]
-    if "yesno_tasks" in summary:
-        shown["yes-no bias base → specific"] = [
-            "–" if pd.isna(b) else f"{b:+.2f} → {sp:+.2f}"
-            for b, sp in zip(summary["yesno_bias_base"], summary["yesno_bias_specific"])
-        ]
+    for hooks in family_reports().values():
+        if hasattr(hooks, "summary_display"):
+            shown = shown.assign(**hooks.summary_display(summary))
     shown["warnings"] = summary["warnings"]
     return shown
 
@@ -518,10 +455,7 @@ def write_report(
     sections = [summary_section(tables, baseline_error)]
     if has_rb:
         sections.append(response_bias_section(models, tables, fig_dir, uncertainty_side))
-    if "yesno" in tables:
-        sections.append(yesno_section(tables, fig_dir))
-    if "cognitive" in tables:
-        sections.append(cognitive_section(tables, fig_dir))
+    sections += [hooks.section(tables, fig_dir) for hooks in family_reports(models).values()]
     if len(tables["all_tests"]):
         sections.append(multiple_testing_section(tables["all_tests"]))
     write_tables({**tables, "inputs": inputs_table(models)}, out / "tables")

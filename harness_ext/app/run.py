@@ -2,7 +2,7 @@
 
 lm-eval runs in a subprocess, through `python -m biasmonkey.harness_ext.lm_eval` (the stock lm_eval
 command line with our model backends registered). Before it starts, this process builds the run's
-requests as lm-eval will (`biasmonkey.harness_ext.plan`, no model) and prints one line: suite,
+requests as lm-eval will (`biasmonkey.harness_ext.app.plan`, no model) and prints one line: suite,
 tasks, documents, requests, distinct prompts, backend. Options and data problems fail here, with
 one clear message, before a model is loaded.
 
@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.plan import (
+from biasmonkey.harness_ext.app.plan import (
     DOCUMENT_UNITS,
     OPTION_TYPES,
     add_selection_arguments,
@@ -37,7 +37,7 @@ from biasmonkey.harness_ext.plan import (
     task_spec,
     tasks_dir,
 )
-from biasmonkey.harness_ext.run_checks import (
+from biasmonkey.harness_ext.app.run_checks import (
     DTYPES,
     batch_size,
     cache_entries,
@@ -274,8 +274,8 @@ def run_lm_eval_child(cmd: list[str], env: dict[str, str]) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from biasmonkey.harness_ext.report import write_report
-    from biasmonkey.harness_ext.summary import response_bias_outputs, write_summary
+    from biasmonkey.harness_ext.app.report import write_report
+    from biasmonkey.harness_ext.app.summary import latest_outputs, write_summary
 
     check_inputs(args)
     metadata = cli_metadata(args, OPTION_TYPES)
@@ -287,7 +287,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.model:
             model_path = args.model
         else:
-            from biasmonkey.harness_ext.default_model import ensure_default_model
+            from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
             model_path = str(ensure_default_model())
     cache = cache_path(args, model_path) if uses_cache(args) else None
@@ -322,7 +322,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             if hint := resume_hint(cache):
                 print(hint, file=sys.stderr)
             return code
-    if response_bias_outputs(args.output):
+    if latest_outputs(args.output):
         md, csv_path = write_summary(args.output)
         print(md.read_text())
         print(f"Summary written to {md} and {csv_path}")

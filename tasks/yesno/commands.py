@@ -153,7 +153,7 @@ def cmd_yesno_compare(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_subcommand(subparsers: Any) -> None:
+def add_commands(subparsers: Any) -> None:
     """Register `yesno-compare` on the `biasmonkey` CLI's subparsers."""
     p = subparsers.add_parser(
         "yesno-compare",

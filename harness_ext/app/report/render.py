@@ -13,7 +13,7 @@ from typing import Any
 
 import pandas as pd
 
-from biasmonkey.harness_ext.summary import format_value
+from biasmonkey.harness_ext.app.summary import format_value
 
 STYLE = (
     "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"

@@ -130,7 +130,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     return 0 if produced or not any(r.failed for r in report.values()) else 1  # 1: every test failed
 
 
-def add_subcommand(subparsers: Any) -> None:
+def add_commands(subparsers: Any) -> None:
     """Register `generate` on the `biasmonkey` CLI's subparsers."""
     p = subparsers.add_parser(
         "generate", help="generate new cognitive-bias tests from templates, scenarios and a model"

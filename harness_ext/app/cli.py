@@ -1,0 +1,168 @@
+"""The `biasmonkey` command line: tasks-dir, run, plan, summarize, report, inspect-eval-set, data,
+task-files, and each family's own commands (`tasks/<family>/commands.py`: `add_commands`, and the
+options it adds to summarize and report)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Callable, Iterator
+from importlib import import_module
+from importlib.util import find_spec
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.harness_ext.app.data_command import add_subcommand as add_data
+from biasmonkey.harness_ext.app.plan import add_subcommand as add_plan
+from biasmonkey.harness_ext.app.run import add_subcommand as add_run
+from biasmonkey.harness_ext.app.run import tasks_dir
+from biasmonkey.harness_ext.app.task_files_command import add_subcommand as add_task_files
+from biasmonkey.tasks.families import FAMILIES
+
+
+def family_hooks(name: str) -> Iterator[Callable[..., Any]]:
+    """Each family's `name` hook, from its `tasks/<family>/commands.py` where it has one."""
+    for family in FAMILIES:
+        module = f"biasmonkey.tasks.{family}.commands"
+        if find_spec(module) is not None and hasattr(hook := import_module(module), name):
+            yield getattr(hook, name)
+
+
+def family_options(kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """The keyword arguments that the families' `<kind>_options` hooks read from the parsed options."""
+    return {key: value for hook in family_hooks(f"{kind}_options") for key, value in hook(args).items()}
+
+
+def add_family_options(kind: str, parser: argparse.ArgumentParser) -> None:
+    for hook in family_hooks(f"add_{kind}_options"):
+        hook(parser)
+
+
+def cmd_tasks_dir(args: argparse.Namespace) -> int:
+    print(tasks_dir())
+    return 0
+
+
+def cmd_summarize(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.app.summary import write_summary
+
+    md, csv_path = write_summary(args.results, args.out, model=args.model, **family_options("summary", args))
+    print(md.read_text())
+    print(f"Summary written to {md} and {csv_path}")
+    return 0
+
+
+def hub_dataset_id(text: str) -> str:
+    from biasmonkey.harness_ext.app.report.hub import check_dataset_id
+
+    try:
+        return check_dataset_id(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.app.report import write_report
+    from biasmonkey.harness_ext.app.report.hub import PLACEHOLDER_DATASET
+    from biasmonkey.harness_ext.app.report.inputs import parse_names
+
+    hub = args.hub_dataset or PLACEHOLDER_DATASET
+    md = write_report(
+        args.results,
+        args.out,
+        parse_names(args.name),
+        hub_dataset=hub,
+        **family_options("report", args),
+    )
+    print(f"Report written to {md} and {md.with_suffix('.html')} (tables, figures and leaderboard files in {args.out})")
+    return 0
+
+
+def cmd_inspect_eval_set(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.inspect.eval_set import parse_task_args, run_eval_set
+
+    ok = run_eval_set(args.config, args.model, args.log_dir, parse_task_args(args.task_arg), args.limit)
+    return 0 if ok else 1
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="biasmonkey", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("tasks-dir", help="print the task folder for lm_eval --include_path")
+    p.set_defaults(func=cmd_tasks_dir)
+
+    add_run(sub)
+    add_plan(sub)
+
+    p = sub.add_parser("summarize", help="summary table of an lm-eval output folder (run with --log_samples)")
+    p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path, or an Inspect log dir")
+    p.add_argument("--out", type=Path, help="where to write summary.md/.csv (default: the results folder)")
+    p.add_argument(
+        "--model",
+        metavar="NAME",
+        help="summarize this model's runs only (its full or short name, or a run's title as the summary shows it); "
+        "default: every run in the folder, each model and each setting of a model in its own table",
+    )
+    add_family_options("summary", p)
+    p.set_defaults(func=cmd_summarize)
+
+    p = sub.add_parser(
+        "report", help="report (markdown, HTML, tables, figures, leaderboard files) over one or many models"
+    )
+    p.add_argument(
+        "results", type=Path, nargs="+", help="lm-eval --output_path folders, Inspect log folders or log files"
+    )
+    p.add_argument("--out", type=Path, required=True, help="folder to write the report into")
+    p.add_argument(
+        "--name",
+        action="append",
+        default=[],
+        metavar="MODEL=NAME",
+        help="show MODEL (its full or short name) as NAME (repeatable)",
+    )
+    p.add_argument(
+        "--hub-dataset",
+        type=hub_dataset_id,
+        metavar="OWNER/NAME",
+        help="the Hub Benchmark dataset that the .eval_results entries name (register it once: configs/hub/README.md; "
+        "default: a placeholder id, REPLACE-ME/biasmonkey)",
+    )
+    add_family_options("report", p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("inspect-eval-set", help="run an Inspect eval set from a YAML file in configs/")
+    p.add_argument("config", type=Path, help="e.g. configs/inspect_response_bias.yaml")
+    p.add_argument("--model", help="Inspect model, e.g. openai/gpt-4o-mini or hf/<folder> (overrides the file)")
+    p.add_argument("--log-dir", help="log folder (overrides the file)")
+    p.add_argument("--limit", type=int, help="pairs per task (for a quick look)")
+    p.add_argument(
+        "-T",
+        dest="task_arg",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="task argument, e.g. -T mode=sample (repeatable; overrides the file)",
+    )
+    p.set_defaults(func=cmd_inspect_eval_set)
+
+    for add_commands in family_hooks("add_commands"):
+        add_commands(sub)
+    add_data(sub)
+    add_task_files(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="biasmonkey: %(message)s")  # e.g. download progress
+    try:
+        return args.func(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as err:
+        print(f"biasmonkey: error: {err}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

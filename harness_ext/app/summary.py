@@ -1,0 +1,171 @@
+"""`biasmonkey summarize`: summary tables (markdown + CSV) of a results folder, recomputed from the
+per-document records.
+
+Reads the `samples_biasmonkey_*.jsonl` files lm-eval writes with `--log_samples`, or the logs of
+`inspect eval biasmonkey/...` (`.eval`/`.json`), rebuilds each task's records and computes every
+number from them with the family's own code (never from the aggregates a harness printed). Each
+family gives its table (`Family.summary_table`), or one row per task of the metrics it reports,
+under the metrics' names. Runs are never mixed: each model, and each setting of one model
+(`biasmonkey.harness_ext.logs.Run`), gets its own tables and its own rows.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name
+from biasmonkey.tasks.contract import Family, SummaryTable, lm_eval_task_name, reported
+from biasmonkey.tasks.families import FAMILIES
+
+
+def latest_outputs(output_dir: Path, family: Family | None = None) -> list[TaskOutput]:
+    """The newest output of each task per run (model and settings) in a folder, of one family or all."""
+    found = newest(
+        (o for o in scan(output_dir) if family is None or o.family is family), key=lambda o: (o.family.name, o.harness)
+    )
+    harnesses: dict[tuple[Run, str], TaskOutput] = {}
+    for out in found:
+        if harnesses.setdefault((out.run, out.task), out) is not out:
+            raise ValueError(
+                f"{output_dir} holds lm-eval samples and Inspect logs of {lm_eval_task_name(out.task)} of {out.run}: "
+                "summarize one harness's output at a time"
+            )
+    return found
+
+
+def _picked(run: Run, model: str) -> bool:
+    return model in (run.model, short_name(run.model), run.label, str(run))
+
+
+def runs_in(output_dir: Path, model: str | None = None) -> dict[Run, list[TaskOutput]]:
+    """The outputs of each run in a folder, in run order; `model` (full or short name, or a run's
+    label as a summary titles it) keeps that model's runs only."""
+    runs: dict[Run, list[TaskOutput]] = {}
+    for out in latest_outputs(output_dir):
+        runs.setdefault(out.run, []).append(out)
+    if model is not None:
+        picked = {run: outs for run, outs in runs.items() if _picked(run, model)}
+        if not picked:
+            found = "; ".join(str(run) for run in sorted(runs)) or "none"
+            raise ValueError(
+                f"--model {model}: no biasmonkey results of that model under {output_dir} (found: {found})"
+            )
+        runs = picked
+    return dict(sorted(runs.items()))
+
+
+def task_records(output_dir: Path, family: Family) -> dict[str, list]:
+    """The records per task (lm-eval name) of one family's tasks of the one run in an lm-eval
+    output folder or an Inspect log folder (an error names the runs of a folder that holds several)."""
+    outputs = one_run(
+        latest_outputs(output_dir, family),
+        output_dir,
+        "Give the folder of one run (lm-eval writes one folder per model).",
+    )
+    return {lm_eval_task_name(out.task): out.read_records() for out in outputs}
+
+
+def metric_table(family: Family, outputs: Sequence[TaskOutput]) -> SummaryTable:
+    """One row per task: each metric the task reports in its harness, under its name, computed from the records."""
+    rows = []
+    for out in outputs:
+        harness = "inspect" if out.harness == "inspect" else "lm_eval"
+        records = out.read_records()
+        metrics = reported(family, out.options, harness, family.tasks[out.task])
+        rows.append({"task": out.task, **{m.name: m.compute(records) for m in metrics}})
+    return SummaryTable(rows, list(dict.fromkeys(k for r in rows for k in r)))
+
+
+def family_table(family: Family, outputs: Sequence[TaskOutput], **options: Any) -> SummaryTable:
+    """A family's summary table of one run's outputs (tasks in the family's order)."""
+    order = {name: i for i, name in enumerate(family.tasks)}
+    outputs = sorted(outputs, key=lambda o: order.get(o.task, len(order)))
+    if family.summary_table is None:
+        return metric_table(family, outputs)
+    return family.summary_table([out.read_records() for out in outputs], **options)
+
+
+def summary_tables(output_dir: Path, model: str | None = None, **options: Any) -> dict[Run, dict[str, SummaryTable]]:
+    """Per run (model and settings), each family's table, in the registry's order; `options` are
+    the families' summary options (e.g. `uncertainty_side`)."""
+    tables: dict[Run, dict[str, SummaryTable]] = {}
+    for run, outputs in runs_in(output_dir, model).items():
+        tables[run] = {
+            name: family_table(family, mine, **options)
+            for name, family in FAMILIES.items()
+            if (mine := [o for o in outputs if o.family is family])
+        }
+    return tables
+
+
+def format_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "n/a"
+        return f"{value:.3g}" if abs(value) < 1e-3 and value != 0 else f"{value:.3f}"
+    return str(value)
+
+
+def table_lines(table: SummaryTable) -> list[str]:
+    """A family's table in markdown, then its notes."""
+    columns = list(table.columns)
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += ["| " + " | ".join(format_value(r.get(c, math.nan)) for c in columns) + " |" for r in table.rows]
+    for note in table.notes:
+        lines += ["", note]
+    return lines
+
+
+def to_markdown(tables: Mapping[Run, Mapping[str, SummaryTable]], labels: Mapping[Run, str]) -> str:
+    """The summary: one run's tables under its title, or one section per run."""
+    if len(tables) == 1:
+        ((run, families),) = tables.items()
+        lines, level = [f"# Summary: {labels[run]}"], "##"
+    else:
+        lines, level = [f"# Summary: {len(tables)} runs (models and settings), each in its own tables"], "###"
+    for run, families in tables.items():
+        if level == "###":
+            lines += ["", f"## {labels[run]}"]
+        for name, table in families.items():
+            lines += ["", f"{level} {FAMILIES[name].title}", "", *table_lines(table)]
+    return "\n".join(lines) + "\n"
+
+
+def write_summary(
+    output_dir: Path, out_dir: Path | None = None, model: str | None = None, **options: Any
+) -> tuple[Path, Path]:
+    """Write summary.md and summary.csv for an lm-eval output or Inspect log folder (into out_dir or
+    the folder). Every run (model and settings) gets its own tables, titled with its model and
+    settings, and its own rows in the CSV (the last columns `model`, `settings` and `family`); `model` keeps
+    one model's runs (`runs_in`); `options` are the families' summary options."""
+    tables = summary_tables(output_dir, model, **options)
+    if not tables:
+        raise ValueError(
+            f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
+            "run lm_eval with --log_samples, or give the Inspect log folder"
+        )
+    out_dir = Path(out_dir or output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
+    labels = {run: run.label for run in tables}
+    if len(set(labels.values())) < len(labels):  # two models with one short name: their full names
+        labels = {run: str(run) for run in tables}
+    md.write_text(to_markdown(tables, labels))
+    rows = [
+        {**row, "model": run.model, "settings": describe(run.settings), "family": name}
+        for run, families in tables.items()
+        for name, table in families.items()
+        for row in table.rows
+    ]
+    fieldnames = list(dict.fromkeys(k for r in rows for k in r))
+    with csv_path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fieldnames)
+        writer.writeheader()
+        writer.writerows(rows)
+    return md, csv_path
