@@ -19,9 +19,9 @@ import pandas as pd
 import pytest
 import pyzipper
 
-from biasmonkey.metrics.yesno import authors_folds, balanced_mcq_folds, recall_std
+from biasmonkey.metrics.yesno import authors_folds
 from biasmonkey.tasks.yesno import data
-from biasmonkey.tasks.yesno.data import EWOK_DOMAINS, MMLU_DOMAINS, DataError, load_items, load_mmlu, zip_path
+from biasmonkey.tasks.yesno.data import EWOK_DOMAINS, DataError, load_items, zip_path
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
 
 EWOK_ROWS = {
@@ -130,186 +130,27 @@ def test_real_babi(data_dir: Path) -> None:
     assert {i.dataset for i in items} == {"babi"} and {i.domain for i in items} == {None}
 
 
-MMLU_LETTERS = {"A": 3222, "B": 3462, "C": 3582, "D": 3776}  # 14,042 questions, as the upstream README says
-
-
-def test_real_mmlu(data_dir: Path) -> None:
-    """MMLU (cais/mmlu, MIT) as the authors ship it: 57 domains, original option order."""
-    items = load_mmlu()
-    assert len(items) == 14042 and len({i.id for i in items}) == 14042
-    assert Counter(i.gold for i in items) == MMLU_LETTERS
-    assert list(dict.fromkeys(i.domain for i in items)) == list(MMLU_DOMAINS) and len(MMLU_DOMAINS) == 57
-    first = items[0]
-    assert (first.id, first.dataset, first.domain, first.gold) == (
-        "mmlu-abstract_algebra-1",
-        "mmlu",
-        "abstract_algebra",
-        "B",
-    )
-    assert first.question == "Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q."
-    assert first.options == ("(A) 0", "(B) 4", "(C) 2", "(D) 6")
-    assert first.query == first.question + "\nOptions: (A) 0, (B) 4, (C) 2, (D) 6"
-    one = load_mmlu("abstract_algebra")
-    assert one == [i for i in items if i.domain == "abstract_algebra"]
-    assert Counter(i.gold for i in one) == {"A": 22, "B": 26, "C": 31, "D": 21}
-    df = _read_csv(data_dir / "yesno" / "mmlu-data.zip", b"mcqmmlupass1", "college_computer_science_processed.csv")
-    ccs = load_mmlu("college_computer_science")
-    assert [i.question for i in ccs] == df["question"].tolist()  # raw, as the authors read them
-    assert [list(i.options) for i in ccs] == df[["A", "B", "C", "D"]].values.tolist()
-    assert [i.gold for i in ccs] == df["answer"].tolist()
-    assert all(opt.startswith(f"({x}) ") for i in items for x, opt in zip("ABCD", i.options))
-
-
-# The order in which the authors' MMLU Specific run lists abstract_algebra (0-based file rows):
-# outputs/Mar-18-2025/zeroshot/MMLU/mcqkfold/Llama/abstract_algebra/Llama-2-7b-hf_results.csv
-# (upstream 9c8abf6), matched row by row on the question text. Rows 0–79: 20 drawn items per
-# letter A, B, C, D, five per balanced fold 0–3 in turn; rows 80–99: the extra fold 4.
-AUTHORS_ABSTRACT_ALGEBRA_ORDER = [
-    5,
-    59,
-    34,
-    6,
-    69,
-    21,
-    88,
-    55,
-    19,
-    20,
-    82,
-    58,
-    86,
-    77,
-    12,
-    41,
-    93,
-    32,
-    52,
-    68,
-    63,
-    96,
-    24,
-    91,
-    37,
-    30,
-    15,
-    46,
-    31,
-    8,
-    27,
-    92,
-    4,
-    64,
-    57,
-    47,
-    49,
-    51,
-    35,
-    54,
-    45,
-    48,
-    13,
-    26,
-    98,
-    71,
-    33,
-    14,
-    62,
-    40,
-    89,
-    76,
-    99,
-    1,
-    97,
-    10,
-    79,
-    17,
-    38,
-    16,
-    18,
-    2,
-    28,
-    78,
-    66,
-    84,
-    60,
-    94,
-    23,
-    74,
-    50,
-    90,
-    36,
-    39,
-    72,
-    70,
-    22,
-    56,
-    7,
-    61,
-    0,
-    3,
-    9,
-    11,
-    25,
-    29,
-    42,
-    43,
-    44,
-    53,
-    65,
-    67,
-    73,
-    75,
-    80,
-    81,
-    83,
-    85,
-    87,
-    95,
-]
-
-
-def test_mmlu_balanced_folds_match_the_authors(data_dir: Path) -> None:
-    gold = [i.gold for i in load_mmlu("abstract_algebra")]
-    f = balanced_mcq_folds(gold)
-    assert f.per_letter == 20  # fewest letter: D with 21 → 20
-    assert f.order.tolist() == AUTHORS_ABSTRACT_ALGEBRA_ORDER
-    assert [f.fold[i] for i in AUTHORS_ABSTRACT_ALGEBRA_ORDER] == [j // 5 % 4 for j in range(80)] + [4] * 20
-    for domain in MMLU_DOMAINS:  # every domain has enough items of each letter for 4 balanced folds
-        assert balanced_mcq_folds([i.gold for i in load_mmlu(domain)]).per_letter >= 12
-
-
 @pytest.mark.requires("shared_data")
 def test_reference_results_fit_our_items(data_dir: Path) -> None:
-    """The authors' per-model results count our items: every yes-no plain bias and accuracy is a
-    multiple of 1/N for our N per set or EWoK domain; every MMLU recall a multiple of 1/n_X for our
-    gold-letter counts n_X (so the study keeps MMLU's original answer positions), its accuracy the
-    recall-weighted sum, its RStd the population SD of the four recalls."""
+    """The authors' per-model yes-no results count our items: every plain bias and accuracy is a
+    multiple of 1/N for our N per set or EWoK domain (MMLU: tests/test_answer_position_data.py)."""
     ref = data_dir / "yesno" / "reference" / "summary_jsons"
     sizes = {"comps": 2100, "arith": 1200, "babi": 1200, **EWOK_ROWS}
-    letters = {d: Counter(i.gold for i in load_mmlu(d)) for d in MMLU_DOMAINS}
 
     def whole(x: float) -> bool:
         return abs(x - round(x)) < 1e-6
 
-    files = sorted(ref.glob("*.json"))
-    assert len(files) == 60  # 3 prompts × 4 families × 5 sets
+    files = [path for path in sorted(ref.glob("*.json")) if not path.stem.endswith("_mmlu")]
+    assert len(files) == 48  # 3 prompts × 4 families × 4 yes-no sets
     for path in files:
         for domain, models in json.loads(path.read_text()).items():
             assert len(models) == 4, path.name
             for model, r in models.items():
-                if path.stem.endswith("_mmlu"):
-                    n_x = letters[domain]
-                    assert all(whole(r["plain_recalls"][x] * n_x[x]) for x in "ABCD"), (path.name, domain, model)
-                    hits = sum(r["plain_recalls"][x] * n_x[x] for x in "ABCD")
-                    assert r["plain_acc"] == pytest.approx(hits / sum(n_x.values())), (path.name, domain, model)
-                    assert r["plain_rstd"] == pytest.approx(recall_std([r["plain_recalls"][x] for x in "ABCD"]))
-                    assert r["kfold_rstd"] == pytest.approx(recall_std([r["kfold_recalls"][x] for x in "ABCD"]))
-                else:
-                    n = sizes[domain]
-                    assert whole(r["plain_bias"] * n) and whole(r["plain_acc"] * n), (path.name, domain, model)
-                    # Specific: accuracy over all n items, bias over the items in a fold (EWoK: n − n % 4)
-                    in_folds = int((authors_folds([True] * n, "ewok" if domain in EWOK_ROWS else domain) >= 0).sum())
-                    assert whole(r["kfold_acc"] * n) and whole(r["kfold_bias"] * in_folds), (path.name, domain, model)
+                n = sizes[domain]
+                assert whole(r["plain_bias"] * n) and whole(r["plain_acc"] * n), (path.name, domain, model)
+                # Specific: accuracy over all n items, bias over the items in a fold (EWoK: n − n % 4)
+                in_folds = int((authors_folds([True] * n, "ewok" if domain in EWOK_ROWS else domain) >= 0).sum())
+                assert whole(r["kfold_acc"] * n) and whole(r["kfold_bias"] * in_folds), (path.name, domain, model)
 
 
 def test_authors_folds_on_our_items(data_dir: Path) -> None:
@@ -341,10 +182,8 @@ def test_unknown_dataset_and_domain() -> None:
         load_items("comps", "agent_properties")
     with pytest.raises(DataError, match="'arith' has no domains"):
         load_items("arith", "1_digit_addition")
-    with pytest.raises(DataError, match="multiple-choice.*load_mmlu"):
+    with pytest.raises(DataError, match="multiple-choice.*answer_position.data.load_mmlu"):
         load_items("mmlu")
-    with pytest.raises(DataError, match="unknown MMLU domain 'cooking'"):
-        load_mmlu("cooking")
 
 
 # ------------------------------------------------------------------------------ broken zips
@@ -469,11 +308,9 @@ def test_malformed_ewok_file_names_file_row_and_column(fake_zip, content: str, f
 
 ARITH_HEADER = "Type,Digits,Context,Question,Correct Answer\r\n"
 BABI_HEADER = "task,QID,AnsRefIDs,Context,Question,Correct Answer\r\n"
-MMLU_HEADER = '"question","A","B","C","D","answer"\r\n'
-MMLU_ROW = '"What is 1 + 1?","(A) 1","(B) 2","(C) 3","(D) 4","{gold}"\r\n'
 
 
-def test_well_formed_fake_arith_babi_mmlu(fake_zip) -> None:
+def test_well_formed_fake_arith_babi(fake_zip) -> None:
     fake_zip(
         "arith",
         _aes_zip(
@@ -485,15 +322,8 @@ def test_well_formed_fake_arith_babi_mmlu(fake_zip) -> None:
         "babi",
         _aes_zip({data.BABI_FILE: BABI_HEADER + "qa1,1,[1], Ann is here. ,Is Ann here?,Yes\r\n"}, b"yesnobabipass1"),
     )
-    fake_zip("mmlu", _aes_zip({"anatomy_processed.csv": MMLU_HEADER + MMLU_ROW.format(gold="B")}, b"mcqmmlupass1"))
     assert [(i.id, i.query, i.gold) for i in load_items("arith")] == [("arith-1", "Is 1 plus 1 equal to 2?", "Yes")]
     assert [(i.id, i.query) for i in load_items("babi")] == [("babi-1", "Ann is here. Is Ann here?")]
-    (item,) = load_mmlu("anatomy")
-    assert (item.id, item.gold, item.query) == (
-        "mmlu-anatomy-1",
-        "B",
-        "What is 1 + 1?\nOptions: (A) 1, (B) 2, (C) 3, (D) 4",
-    )
 
 
 BAD_FILES = [
@@ -518,57 +348,19 @@ BAD_FILES = [
         ["row 1 (line 2)", "column 'Context': empty"],
         id="babi-empty-context",
     ),
-    pytest.param(
-        "mmlu",
-        "anatomy_processed.csv",
-        MMLU_HEADER + MMLU_ROW.format(gold="B") + MMLU_ROW.format(gold="E"),
-        ["row 2 (line 3)", "column 'answer'", "'E' is not one of A, B, C, D"],
-        id="mmlu-bad-letter",
-    ),
-    pytest.param(
-        "mmlu",
-        "anatomy_processed.csv",
-        MMLU_HEADER + MMLU_ROW.format(gold="B").replace("(C) 3", "3"),
-        ["row 1 (line 2)", "column 'C'", "does not start with '(C) '"],
-        id="mmlu-option-without-letter",
-    ),
-    pytest.param(
-        "mmlu",
-        "anatomy_processed.csv",
-        MMLU_HEADER.replace('"D",', "") + '"Q?","(A) 1","(B) 2","(C) 3","B"\r\n',
-        ["missing column(s) ['D']"],
-        id="mmlu-missing-column",
-    ),
-    pytest.param(
-        "mmlu",
-        "anatomy_processed.csv",
-        MMLU_HEADER + MMLU_ROW.format(gold="B").replace("What is 1 + 1?", " "),
-        ["row 1 (line 2)", "column 'question': empty"],
-        id="mmlu-empty-question",
-    ),
 ]
 
 
 @pytest.mark.parametrize(("dataset", "member", "content", "fragments"), BAD_FILES)
-def test_malformed_arith_babi_mmlu_name_file_row_and_column(fake_zip, dataset, member, content, fragments) -> None:
+def test_malformed_arith_babi_name_file_row_and_column(fake_zip, dataset, member, content, fragments) -> None:
     fake_zip(dataset, _aes_zip({member: content}, data.ZIPS[dataset].password))
     with pytest.raises(DataError) as err:
-        load_mmlu("anatomy") if dataset == "mmlu" else load_items(dataset)
+        load_items(dataset)
     msg = str(err.value)
     assert f"{data.ZIPS[dataset].name}:{member}" in msg
     for fragment in fragments:
         assert fragment in msg
     assert "Ann is here" not in msg and "What is 1 + 1" not in msg  # rows are named, never quoted
-
-
-def test_mmlu_missing_domain_file(fake_zip) -> None:
-    path = fake_zip(
-        "mmlu", _aes_zip({"anatomy_processed.csv": MMLU_HEADER + MMLU_ROW.format(gold="A")}, b"mcqmmlupass1")
-    )
-    with pytest.raises(DataError) as err:
-        load_mmlu()  # all 57 domains: the first missing file is named
-    msg = str(err.value)
-    assert str(path) in msg and "no file 'abstract_algebra_processed.csv'" in msg and "anatomy_processed.csv" in msg
 
 
 def test_local_copy_missing_or_changed(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

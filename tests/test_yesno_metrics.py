@@ -12,24 +12,17 @@ import numpy as np
 import pytest
 
 from biasmonkey.metrics.yesno import (
-    McqFolds,
     accuracy,
     answer_logprob,
     authors_folds,
-    balanced_mcq_folds,
     bias,
     block_folds,
     generic_correction,
     instruction_tuning_effect,
-    letter_recalls,
-    mcq_answers,
-    mcq_specific_correction,
     p_yes,
-    recall_std,
     relative_change,
     specific_correction,
     stratified_kfold,
-    summarize_mcq,
     summarize_yesno,
     votes,
 )
@@ -384,80 +377,6 @@ def test_all_of_the_authors_summary_from_their_per_model_results(data_dir: Path)
             assert getattr(e, name) == pytest.approx(float(want[name]), rel=1e-9), (prompt, dataset, name)
         assert e.cohens_d == pytest.approx(-float(want["cohens_d"]), rel=1e-9), (prompt, dataset)  # the paper's sign
         assert e.p_value == pytest.approx(float(want["p_value"]), rel=1e-7), (prompt, dataset)
-
-
-# ------------------------------------------------------------------------------ MMLU answer position
-
-
-def test_mcq_answers_and_recalls_hand_computed() -> None:
-    lp = [
-        [-1.0, -2.0, -3.0, -4.0],  # A
-        [-2.0, -1.0, -1.0, -5.0],  # B and C tie: half each
-        [-3.0, -3.0, -3.0, -3.0],  # four-way tie: a quarter each
-        [-4.0, -3.0, -2.0, -1.0],  # D
-    ]
-    a = mcq_answers(lp)
-    assert a.tolist() == [[1, 0, 0, 0], [0, 0.5, 0.5, 0], [0.25] * 4, [0, 0, 0, 1]]
-    gold = ["A", "C", "C", "B"]
-    # recall A: item 0 → 1; B: item 3 → 0; C: items 1, 2 → (0.5 + 0.25) / 2; D: no item → NaN
-    r = letter_recalls(a, gold)
-    assert r[:3].tolist() == [1.0, 0.0, 0.375] and math.isnan(r[3])
-    # RStd: population SD of [1, 0, .5, .5] = sqrt((.25 + .25 + 0 + 0) / 4) = .353553
-    assert recall_std([1.0, 0.0, 0.5, 0.5]) == pytest.approx(0.353553, abs=1e-6)
-    with pytest.raises(ValueError, match="not among the letters"):
-        letter_recalls(a, ["A", "C", "C", "E"])
-
-
-def test_mcq_specific_correction_hand_computed() -> None:
-    # k = 3 with two letters: balanced folds 0 and 1 calibrate each other, the extra fold 2 is
-    # calibrated on both balanced folds.
-    lp = np.array([[-1.0, -3.0], [-2.0, -1.0], [-1.5, -2.5], [-3.0, -0.5], [-1.0, -1.0]])
-    folds = McqFolds(fold=np.array([0, 0, 1, 1, 2]), order=np.arange(5), per_letter=2, k=3)
-    out = mcq_specific_correction(lp, folds)
-    # fold 0 minus the fold-1 means (−2.25, −1.5); fold 1 minus the fold-0 means (−1.5, −2.0);
-    # item 4 minus the means of items 0–3 (−1.875, −1.75)
-    np.testing.assert_allclose(out, [[1.25, -1.5], [0.25, 0.5], [0.0, -0.5], [-1.5, 1.5], [0.875, 0.75]])
-
-
-def test_balanced_mcq_folds_structure() -> None:
-    gold = list("AAAAABBBBCCCCCCDDDD")  # A 5, B 4, C 6, D 4
-    f = balanced_mcq_folds(gold, k=5, seed=42)
-    # fewest items of a letter: 4 → 4 per letter drawn (a multiple of k − 1 = 4), one per fold
-    assert f.per_letter == 4 and f.k == 5
-    for fold in range(4):
-        assert sorted(gold[i] for i in np.flatnonzero(f.fold == fold)) == ["A", "B", "C", "D"]
-    extra = np.flatnonzero(f.fold == 4)
-    assert sorted(gold[i] for i in extra) == ["A", "C", "C"]
-    # order: the drawn A items, B items, C items, D items (4 each, fold 0..3 in turn), then the rest ascending
-    assert sorted(f.order.tolist()) == list(range(19)) and f.order[16:].tolist() == extra.tolist()
-    assert [gold[i] for i in f.order[:16]] == list("AAAABBBBCCCCDDDD")
-    assert f.fold[f.order[:16]].tolist() == [0, 1, 2, 3] * 4
-    # deterministic for a seed; the draw changes with it
-    assert balanced_mcq_folds(gold, 5, 42).order.tolist() == f.order.tolist()
-    assert balanced_mcq_folds(gold, 5, 7).order.tolist() != f.order.tolist()
-    with pytest.raises(ValueError, match="at least 4 items"):
-        balanced_mcq_folds(list("AAAABBBCCCCDDDD"))
-    with pytest.raises(ValueError, match="k ≥ 3"):
-        balanced_mcq_folds(gold, k=2)
-
-
-def test_summarize_mcq_removes_a_letter_preference() -> None:
-    """40 items, 10 per gold letter; margin 1 for the gold letter, +3 for A on every item, noise
-    < 0.1. Base: always A. Each calibration set holds every gold letter equally often, so the
-    subtracted means are 3·[A] + 1/4 + mean noise, and the corrected answer is the gold one."""
-    rng = np.random.default_rng(3)
-    gold = [x for x in "ABCD" for _ in range(10)]
-    lp = np.full((40, 4), -5.0) + rng.uniform(-0.05, 0.05, (40, 4))
-    lp[np.arange(40), ["ABCD".index(g) for g in gold]] += 1.0
-    lp[:, 0] += 3.0
-    s = summarize_mcq(lp, gold)
-    assert s.n == 40 and s.n_ties == 0
-    assert s.accuracy == 0.25 and s.recalls == (1.0, 0.0, 0.0, 0.0)
-    assert s.rstd == pytest.approx(math.sqrt(0.1875))  # SD of [1, 0, 0, 0]
-    assert s.accuracy_specific == 1.0 and s.recalls_specific == (1.0,) * 4 and s.rstd_specific == 0.0
-    assert s.delta_pct_rstd_specific == pytest.approx(-100.0) and s.delta_pct_accuracy_specific == pytest.approx(300.0)
-    with pytest.raises(ValueError, match="items × 4"):
-        summarize_mcq(lp[:, :3], gold)
 
 
 # ------------------------------------------------------------------------------ records

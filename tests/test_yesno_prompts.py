@@ -1,11 +1,11 @@
-"""The yes-no and MMLU prompts, string for string against the authors' stimuli.
+"""The yes-no prompts, string for string against the authors' stimuli.
 
 AUTHORS_* below are the two prefixes per set of the authors' `dataset_prompts.py`
 (ombbhatt/logprobs-bias-correct @ 48591bb20f6d95f3a27bb81041dd59a4b81e2570: `prompt_cond1`, the
 instruction with two examples, used for `fewshot`; `prompt_cond2`, the instruction alone, for
 `instronly`), copied character for character. Their `logprobs_yesno.py` scores
-`prefix + query + "\\nResponse:" + answer` (zero-shot: `query + answer`), their `logprobs_mcq.py`
-`prefix + query + "\\nResponse:" + letter` (zero-shot: `query + "\\nResponse:" + letter`).
+`prefix + query + "\\nResponse:" + answer` (zero-shot: `query + answer`). MMLU's prompts:
+tests/test_answer_position_data.py.
 EWoK text is never written here: its tests build the expected text from the loaded item.
 """
 
@@ -18,10 +18,7 @@ import pytest
 from biasmonkey.tasks.yesno import data
 from biasmonkey.tasks.yesno.prompts import (
     CONTINUATIONS,
-    MCQ_CONTINUATIONS,
-    MCQ_LETTER_CONTINUATIONS,
     PROMPTS,
-    mcq_query,
     render_prompt,
 )
 
@@ -30,16 +27,14 @@ AUTHORS_FEWSHOT = {  # prompt_cond1
     "ewok": "#INSTRUCTIONS\nAnswer the following yes-no questions:\n\n#EXAMPLE\nQuestion: Claire sees something that is fabric. Can Claire pour it?\nResponse: No\n\n#EXAMPLE\nQuestion: Sally pays salary to Harry. Is Sally Harry's boss?\nResponse: Yes\n\n#EXAMPLE\nQuestion: ",
     "babi": "#INSTRUCTIONS\nAnswer the following yes-no questions:\n\n#EXAMPLE\nQuestion: Marshall is in the car. Is Marshall in the building?\nResponse: No\n\n#EXAMPLE\nQuestion: Nathan is a pianist. Pianists like oranges. Does Nathan like oranges?\nResponse: Yes\n\n#EXAMPLE\nQuestion: ",
     "arith": "#INSTRUCTIONS\nAnswer the following yes-no questions:\n\n#EXAMPLE\nQuestion: Is 7 minus 9 equal to 4?\nResponse: No\n\n#EXAMPLE\nQuestion: Is 17 plus 15 equal to 32?\nResponse: Yes\n\n#EXAMPLE\nQuestion: ",
-    "mmlu": "#INSTRUCTIONS\nAnswer the following multiple choice questions:\n\n#EXAMPLE\nQuestion: What is the shape of the Earth?\nOptions: (A) Cone, (B) Cube, (C) Sphere, (D) Cylinder\nResponse: C\n\n#EXAMPLE\nQuestion: What is the color of the sky?\nOptions: (A) Red, (B) Blue, (C) Green, (D) Yellow\nResponse: B\n\n#EXAMPLE\nQuestion: ",
 }
 AUTHORS_INSTRONLY = {  # prompt_cond2
     "comps": "#INSTRUCTIONS\nAnswer the following yes-no question:\n\n#EXAMPLE\nQuestion: ",
     "ewok": "#INSTRUCTIONS\nAnswer the following yes-no question:\n\n#EXAMPLE\nQuestion: ",
     "babi": "#INSTRUCTIONS\nAnswer the following yes-no question:\n\n#EXAMPLE\nQuestion: ",
     "arith": "#INSTRUCTIONS\nAnswer the following yes-no question:\n\n#EXAMPLE\nQuestion: ",
-    "mmlu": "#INSTRUCTIONS\nAnswer the following multiple choice question:\n\n#EXAMPLE\nQuestion: ",
 }
-SETS = ("comps", "ewok", "babi", "arith", "mmlu")
+SETS = ("comps", "ewok", "babi", "arith")
 
 
 def authors_prompt(query: str, dataset: str, prompt: str) -> str:
@@ -48,13 +43,13 @@ def authors_prompt(query: str, dataset: str, prompt: str) -> str:
         return AUTHORS_FEWSHOT[dataset] + query + "\nResponse:"
     if prompt == "instronly":
         return AUTHORS_INSTRONLY[dataset] + query + "\nResponse:"
-    return query + "\nResponse:" if dataset == "mmlu" else query
+    return query
 
 
 @pytest.mark.parametrize("prompt", PROMPTS)
 @pytest.mark.parametrize("dataset", SETS)
 def test_every_set_and_prompt_type_is_the_authors_text(dataset: str, prompt: str) -> None:
-    query = "Q: is it so?" if dataset != "mmlu" else mcq_query("Which one?", ["(A) a", "(B) b", "(C) c", "(D) d"])
+    query = "Q: is it so?"
     assert render_prompt(query, dataset, prompt) == authors_prompt(query, dataset, prompt)
 
 
@@ -69,19 +64,10 @@ def test_spelled_out_prompts() -> None:
         "#EXAMPLE\nQuestion: Nathan is a pianist. Pianists like oranges. Does Nathan like oranges?\nResponse: Yes\n\n"
         "#EXAMPLE\nQuestion: Ann is here. Is Ann here?\nResponse:"
     )
-    q = mcq_query("What is 1 + 1?", ("(A) 1", "(B) 2", "(C) 3", "(D) 4"))
-    assert q == "What is 1 + 1?\nOptions: (A) 1, (B) 2, (C) 3, (D) 4"
-    assert render_prompt(q, "mmlu") == "What is 1 + 1?\nOptions: (A) 1, (B) 2, (C) 3, (D) 4\nResponse:"
-    assert render_prompt(q, "mmlu", "instronly") == (
-        "#INSTRUCTIONS\nAnswer the following multiple choice question:\n\n"
-        "#EXAMPLE\nQuestion: What is 1 + 1?\nOptions: (A) 1, (B) 2, (C) 3, (D) 4\nResponse:"
-    )
 
 
 def test_continuations_and_prompt_lists() -> None:
     assert CONTINUATIONS == (" Yes", "Yes", " No", "No")  # the authors' yes_variants + no_variants
-    assert MCQ_CONTINUATIONS == (" A", "A", " B", "B", " C", "C", " D", "D")
-    assert MCQ_LETTER_CONTINUATIONS["C"] == (" C", "C")
     assert PROMPTS == ("zeroshot", "instronly", "fewshot")
 
 
@@ -104,10 +90,6 @@ def test_real_items_render_as_the_authors(data_dir: Path, prompt: str) -> None:
     babi = data.load_items("babi")[0]
     expected = authors_prompt("Sandra went to the hallway. Is Sandra in the hallway?", "babi", prompt)
     assert render_prompt(babi.query, "babi", prompt) == expected
-    mmlu = data.load_mmlu("abstract_algebra")[0]
-    question = "Find the degree for the given field extension Q(sqrt(2), sqrt(3), sqrt(18)) over Q."
-    expected = authors_prompt(question + "\nOptions: (A) 0, (B) 4, (C) 2, (D) 6", "mmlu", prompt)
-    assert render_prompt(mmlu.query, "mmlu", prompt) == expected
     comps = data.load_items("comps")[0]
     assert render_prompt(comps.query, "comps", prompt) == authors_prompt(comps.query, "comps", prompt)
     # EWoK: built from the item itself (no EWoK text in this file)

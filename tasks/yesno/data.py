@@ -1,8 +1,8 @@
 """Yes-no and multiple-choice question sets of Bhatt & Ivanova (CogSci 2025): resolve, decrypt, parse.
 
 Yes-no: COMPS-YNQ and EWoK-YNQ (the paper), Arith-YNQ and bAbI-YNQ (the authors' follow-up),
-loaded as `Item`s. Multiple choice: MMLU, the items of the authors' answer-position study
-(`logprobs_mcq.py`), loaded as `McqItem`s by `load_mmlu`.
+loaded as `Item`s. The same release's MMLU zip (the authors' answer-position study) is read with
+the same reader by the answer-position family (`biasmonkey.tasks.answer_position.data`).
 
 The authors ship every set as a password-protected AES zip. The zips are resolved like every
 other upstream file (`biasmonkey.tasks.fetch`: `$BIASMONKEY_DATA_DIR/yesno/<zip>`, or a verified
@@ -11,11 +11,9 @@ the upstream README (`yesno<dataset>pass1`, MMLU `mcqmmlupass1`). The EWoK terms
 redistributing EWoK-derived text in plain text, so decrypted text is never written to disk by
 this module, and error messages name the file, row and column at fault instead of quoting rows.
 
-Queries are built as in the authors' `logprobs_yesno.py` / `logprobs_mcq.py` (upstream commit
+Queries are built as in the authors' `logprobs_yesno.py` (upstream commit
 below): COMPS and Arith use the question alone (Arith's `Context` column holds `''` in every
-row); EWoK and bAbI join context and question with one space; cells are stripped. MMLU cells
-are used as they are (not stripped: the authors read them raw, and 788 cells carry leading or
-trailing spaces from the original MMLU); the options already start with "(A) " … "(D) ".
+row); EWoK and bAbI join context and question with one space; cells are stripped.
 """
 
 from __future__ import annotations
@@ -31,7 +29,6 @@ from typing import Any
 import pyzipper
 
 from biasmonkey.tasks.fetch import DataError, PinnedFile
-from biasmonkey.tasks.yesno.prompts import MCQ_LETTERS, mcq_query
 
 UPSTREAM_REPO = "ombbhatt/logprobs-bias-correct"
 UPSTREAM_COMMIT = "48591bb20f6d95f3a27bb81041dd59a4b81e2570"
@@ -40,7 +37,7 @@ DEFAULT_BASE_URL = f"https://raw.githubusercontent.com/{UPSTREAM_REPO}/{UPSTREAM
 BASE_URL_ENV = "BIASMONKEY_YESNO_URL"  # override the download source (tests, mirrors)
 
 DATASETS = ("comps", "ewok", "arith", "babi")  # yes-no sets (load_items)
-MCQ_DATASETS = ("mmlu",)  # multiple-choice sets (load_mmlu)
+MCQ_DATASETS = ("mmlu",)  # multiple-choice sets: `biasmonkey.tasks.answer_position.data.load_mmlu`
 ANSWERS = ("Yes", "No")
 
 
@@ -95,74 +92,6 @@ def ewok_file(domain: str) -> str:
     return f"processed_t2q_{domain}.csv"
 
 
-# The 57 MMLU subjects, one file `<domain>_processed.csv` each (14,042 questions in all).
-MMLU_DOMAINS = (
-    "abstract_algebra",
-    "anatomy",
-    "astronomy",
-    "business_ethics",
-    "clinical_knowledge",
-    "college_biology",
-    "college_chemistry",
-    "college_computer_science",
-    "college_mathematics",
-    "college_medicine",
-    "college_physics",
-    "computer_security",
-    "conceptual_physics",
-    "econometrics",
-    "electrical_engineering",
-    "elementary_mathematics",
-    "formal_logic",
-    "global_facts",
-    "high_school_biology",
-    "high_school_chemistry",
-    "high_school_computer_science",
-    "high_school_european_history",
-    "high_school_geography",
-    "high_school_government_and_politics",
-    "high_school_macroeconomics",
-    "high_school_mathematics",
-    "high_school_microeconomics",
-    "high_school_physics",
-    "high_school_psychology",
-    "high_school_statistics",
-    "high_school_us_history",
-    "high_school_world_history",
-    "human_aging",
-    "human_sexuality",
-    "international_law",
-    "jurisprudence",
-    "logical_fallacies",
-    "machine_learning",
-    "management",
-    "marketing",
-    "medical_genetics",
-    "miscellaneous",
-    "moral_disputes",
-    "moral_scenarios",
-    "nutrition",
-    "philosophy",
-    "prehistory",
-    "professional_accounting",
-    "professional_law",
-    "professional_medicine",
-    "professional_psychology",
-    "public_relations",
-    "security_studies",
-    "sociology",
-    "us_foreign_policy",
-    "virology",
-    "world_religions",
-)
-
-
-def mmlu_file(domain: str) -> str:
-    if domain not in MMLU_DOMAINS:
-        raise DataError(f"unknown MMLU domain {domain!r}; expected one of {', '.join(MMLU_DOMAINS)}")
-    return f"{domain}_processed.csv"
-
-
 @dataclass(frozen=True)
 class Item:
     """One yes-no question: a stable id, the query the prompt is built from, the gold answer."""
@@ -172,26 +101,6 @@ class Item:
     query: str
     gold: str  # "Yes" or "No"
     domain: str | None = None  # EWoK domain
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class McqItem:
-    """One multiple-choice question (MMLU): options as in the file ("(A) …"), the gold letter.
-
-    `query` is the text the authors' prompts are built from: the question, a newline, then
-    "Options: " and the four options joined by ", " (`prompts.mcq_query`).
-    """
-
-    id: str  # mmlu-<domain>-<row>; rows count from 1 after the header
-    dataset: str
-    domain: str
-    question: str
-    options: tuple[str, ...]  # A, B, C, D
-    gold: str  # "A" … "D"
-    query: str
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -343,46 +252,8 @@ def load_items(dataset: str, domain: str | None = None) -> list[Item]:
         domains = EWOK_DOMAINS if domain is None else (domain,)
         return [item for d in domains for item in load_ewok(d)]
     if dataset in MCQ_DATASETS:
-        raise DataError(f"{dataset!r} is multiple-choice, not yes-no: load it with load_mmlu()")
-    raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(DATASETS)}")
-
-
-MMLU_COLUMNS = ("question", *MCQ_LETTERS, "answer")
-
-
-def _raw_cell(row: dict[str, str], column: str, loc: str) -> str:
-    value = row.get(column) or ""
-    if not value.strip():
-        raise DataError(f"{loc}, column {column!r}: empty")
-    return value
-
-
-def _mmlu_items(domain: str, raw: bytes) -> list[McqItem]:
-    items = []
-    for n, loc, row in _rows("mmlu", mmlu_file(domain), MMLU_COLUMNS, raw):
-        question = _raw_cell(row, "question", loc)
-        options = tuple(_raw_cell(row, x, loc) for x in MCQ_LETTERS)
-        for x, option in zip(MCQ_LETTERS, options):
-            if not option.startswith(f"({x}) "):
-                raise DataError(f"{loc}, column {x!r}: the option does not start with '({x}) '")
-        gold = (row.get("answer") or "").strip()
-        if gold not in MCQ_LETTERS:
-            shown = gold if len(gold) <= 20 else gold[:20] + "…"
-            raise DataError(f"{loc}, column 'answer': {shown!r} is not one of {', '.join(MCQ_LETTERS)}")
-        items.append(
-            McqItem(f"mmlu-{domain}-{n}", "mmlu", domain, question, options, gold, mcq_query(question, options))
+        raise DataError(
+            f"{dataset!r} is multiple-choice, not yes-no: load it with "
+            "biasmonkey.tasks.answer_position.data.load_mmlu()"
         )
-    return items
-
-
-def load_mmlu(domain: str | None = None) -> list[McqItem]:
-    """MMLU as the authors use it: all 57 domains (in MMLU_DOMAINS order), or one `domain`.
-
-    Every item keeps its original option order and gold letter: the study does not rotate the
-    answer through positions (its balancing is in the calibration folds, see
-    `biasmonkey.metrics.yesno.balanced_mcq_folds`).
-    """
-    domains = MMLU_DOMAINS if domain is None else (domain,)
-    files = tuple(mmlu_file(d) for d in domains)
-    raws = read_members("mmlu", files)
-    return [item for d, f in zip(domains, files) for item in _mmlu_items(d, raws[f])]
+    raise DataError(f"unknown yes-no dataset {dataset!r}; expected one of {', '.join(DATASETS)}")

@@ -137,5 +137,6 @@ FAMILY: Family[ItemRecord] = Family(
         )
         for prompt in PROMPTS
     ],
-    data_files=lambda: [data.pinned_zip(dataset) for dataset in data.ZIPS],
+    # the release's MMLU zip is the answer-position family's
+    data_files=lambda: [data.pinned_zip(dataset) for dataset in data.ZIPS if dataset not in data.MCQ_DATASETS],
 )

@@ -1,0 +1,1 @@
+"""The MMLU answer-position family (Bhatt & Ivanova, 2025)."""
