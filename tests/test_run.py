@@ -15,6 +15,7 @@ import pytest
 
 from biasmonkey.harness_ext.app.cli import build_parser, main
 from biasmonkey.harness_ext.app.run import cache_path, lm_eval_command
+from biasmonkey.tasks.families import FAMILIES
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -73,7 +74,9 @@ def test_backends_run_through_the_launcher() -> None:
 def test_suite_chooses_the_default_tasks() -> None:
     assert value(command("--suite", "yesno"), "--tasks") == "biasmonkey-yesno"
     assert value(command("--suite", "cognitive"), "--tasks") == "biasmonkey-cognitive"
-    assert value(command("--suite", "all"), "--tasks") == "biasmonkey,biasmonkey-yesno,biasmonkey-cognitive"
+    # every family's suite, in the registry's order
+    assert value(command("--suite", "all"), "--tasks") == ",".join(f.suite for f in FAMILIES.values())
+    assert value(command("--suite", "all"), "--tasks").startswith("biasmonkey,biasmonkey-yesno,biasmonkey-cognitive")
     assert (
         value(command("--suite", "yesno", "--tasks", "biasmonkey_yesno_comps"), "--tasks") == "biasmonkey_yesno_comps"
     )

@@ -49,3 +49,18 @@ def test_check_reports_stale_missing_and_stray_files(tmp_path: Path, capsys) -> 
     assert "missing: cognitive/anchoring.yaml" in err
     assert "not generated: yesno/stray.yaml" in err
     assert "missing shared file: yesno/_yesno.yaml" in err
+
+
+def test_the_command_also_keeps_the_hub_definition_current(tmp_path: Path, monkeypatch, capsys) -> None:
+    from biasmonkey.harness_ext.app import task_files_command
+    from biasmonkey.harness_ext.app.cli import main as biasmonkey_main
+    from biasmonkey.harness_ext.app.report.hub import eval_yaml_text
+
+    hub = tmp_path / "eval.yaml"
+    hub.write_text("stale\n")
+    monkeypatch.setattr(task_files_command, "HUB_CONFIG", hub)
+    assert biasmonkey_main(["task-files", "--check"]) == 1
+    assert f"differs: {hub}" in capsys.readouterr().err and hub.read_text() == "stale\n"
+    assert biasmonkey_main(["task-files"]) == 0
+    assert hub.read_text() == eval_yaml_text()
+    assert biasmonkey_main(["task-files", "--check"]) == 0

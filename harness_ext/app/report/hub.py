@@ -25,8 +25,8 @@ same for every task, stated in each entry's `notes` and in the Benchmark's descr
 - cognitive tasks: |mean bias score| in [0, 1] (0 = unbiased; a negative mean is a bias in the
   opposite direction, so the signed mean would rank it best).
 
-`eval_yaml_text()` renders the shipped `configs/hub/eval.yaml`; regenerate it with
-`python -c "from biasmonkey.harness_ext.app.report.hub import eval_yaml_text as t; print(t(), end='')" > configs/hub/eval.yaml`.
+`eval_yaml_text()` renders the shipped `configs/hub/eval.yaml`; `biasmonkey task-files` regenerates it
+with the lm-eval task files.
 """
 
 from __future__ import annotations
