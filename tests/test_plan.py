@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from transformers import AutoTokenizer
 
 from biasmonkey.harness_ext.app.cli import main
 from biasmonkey.harness_ext.app.plan import BACKENDS, SUITES, build_requests, simple_counts
+from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 
@@ -159,14 +161,15 @@ def test_plan_loads_no_model_weights(
 
 def test_suites_name_the_groups_and_tags_of_the_task_files() -> None:
     tasks = Path(__file__).resolve().parent.parent / "tasks"
-    text = {
-        suite: "".join(p.read_text() for p in (tasks / suite).glob("*.yaml"))
-        for suite in ("response_bias", "yesno", "cognitive")
-    }
-    assert "group: biasmonkey\n" in text["response_bias"]
-    assert "tag: [biasmonkey-yesno," in text["yesno"]
-    assert "group: biasmonkey-cognitive\n" in text["cognitive"]
-    assert SUITES["all"] == "biasmonkey,biasmonkey-yesno,biasmonkey-cognitive"
+    for family in FAMILIES.values():
+        text = "".join(p.read_text() for p in (tasks / family.name).glob("*.yaml"))
+        # the suite is a group file of the family, or a tag its task files carry
+        assert f"group: {family.suite}\n" in text or re.search(rf"tag: \[([^\]]*, )?{family.suite}[,\]]", text), (
+            family.name
+        )
+        assert SUITES[family.name] == family.suite
+    assert SUITES["all"] == ",".join(f.suite for f in FAMILIES.values())
+    assert SUITES["all"].startswith("biasmonkey,biasmonkey-yesno,biasmonkey-cognitive")
 
 
 def test_requests_are_lm_evals_own(data_dir: Path) -> None:
