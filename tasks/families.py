@@ -1,15 +1,16 @@
-"""The three task families, and which family a harness task name belongs to."""
+"""The task families, and which family a harness task name belongs to."""
 
 from __future__ import annotations
 
+from biasmonkey.tasks.answer_position.family import FAMILY as ANSWER_POSITION
 from biasmonkey.tasks.cognitive.family import FAMILY as COGNITIVE
 from biasmonkey.tasks.contract import Family, base_task_name
 from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
 from biasmonkey.tasks.yesno.family import FAMILY as YESNO
 
-__all__ = ["COGNITIVE", "FAMILIES", "RESPONSE_BIAS", "YESNO", "family_of"]
+__all__ = ["ANSWER_POSITION", "COGNITIVE", "FAMILIES", "RESPONSE_BIAS", "YESNO", "family_of"]
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (RESPONSE_BIAS, YESNO, COGNITIVE)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (RESPONSE_BIAS, YESNO, COGNITIVE, ANSWER_POSITION)}
 _BY_TASK = {task: family for family in FAMILIES.values() for task in family.tasks}
 
 

@@ -1,0 +1,114 @@
+"""The authors' MMLU answer-position results (Bhatt & Ivanova, 2025), read for comparison.
+
+Two kinds of file, both in the shared data folder (`$BIASMONKEY_DATA_DIR/yesno/reference/`, not
+pinned upstream files; upstream ombbhatt/logprobs-bias-correct @ 48591bb, `outputs/Mar-18-2025/`):
+
+- `summary_jsons/<prompt>_<family>_mmlu.json`: per subject and model (4 families × 4 models), the
+  plain and k-fold (Specific) accuracy, the four letter recalls and RStd (`subject_results`);
+- `mmlu_model_summaries/mmlu_<prompt>_model_summaries.csv`: per model, the mean over the 57
+  subjects of accuracy and RStd before and after the correction, and the relative change of the
+  means in percent, rounded to 4 decimals (`model_summaries`).
+
+Column names follow the family's metrics: accuracy, rstd, recall_A … and their `_specific` versions.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+
+from biasmonkey.tasks.answer_position.prompts import LETTERS, PROMPTS
+from biasmonkey.tasks.fetch import DATA_DIR_ENV, DataError
+
+MODEL_FAMILIES = ("falcon", "llama", "mpt", "qwen")  # the authors' file names (summary_jsons)
+REFERENCE = "yesno/reference"
+METRICS = ("accuracy", "accuracy_specific", "rstd", "rstd_specific")
+RECALLS = tuple(f"recall_{x}" for x in LETTERS) + tuple(f"recall_{x}_specific" for x in LETTERS)
+# The summaries' columns, as named here.
+SUMMARY_COLUMNS = {
+    "Family": "family",
+    "Model": "model",
+    "Avg Plain Acc": "accuracy",
+    "Avg KFold Acc": "accuracy_specific",
+    "Acc % Change": "delta_pct_accuracy_specific",
+    "Avg Plain RSTD": "rstd",
+    "Avg KFold RSTD": "rstd_specific",
+    "RSTD % Change": "delta_pct_rstd_specific",
+    "Domain Count": "subjects",
+}
+
+
+def reference_dir(root: Path | str | None = None) -> Path:
+    """The authors' reference folder: `<root>/yesno/reference`, root defaulting to $BIASMONKEY_DATA_DIR."""
+    if root is None:
+        if not os.environ.get(DATA_DIR_ENV):
+            raise DataError(f"the authors' MMLU results are in the shared data folder: set {DATA_DIR_ENV}")
+        root = os.environ[DATA_DIR_ENV]
+    path = Path(root) / REFERENCE
+    if not path.is_dir():
+        raise DataError(f"{path}: no such folder (the authors' reference results)")
+    return path
+
+
+def available(root: Path | str | None = None) -> bool:
+    """Whether the authors' results can be read."""
+    try:
+        reference_dir(root)
+    except DataError:
+        return False
+    return True
+
+
+def _check_prompt(prompt: str) -> None:
+    if prompt not in PROMPTS:
+        raise ValueError(f"unknown prompt {prompt!r}; expected one of {', '.join(PROMPTS)}")
+
+
+def subject_results(prompt: str, root: Path | str | None = None) -> pd.DataFrame:
+    """One row per (model, subject): family, model, subject, accuracy, rstd, the recalls and their
+    Specific versions, from the authors' per-subject JSON files (subjects in their file order)."""
+    _check_prompt(prompt)
+    rows = []
+    for family in MODEL_FAMILIES:
+        path = reference_dir(root) / "summary_jsons" / f"{prompt}_{family}_mmlu.json"
+        if not path.is_file():
+            raise DataError(f"{path}: missing (the authors' per-subject MMLU results)")
+        for subject, models in json.loads(path.read_text()).items():
+            for model, r in models.items():
+                rows.append(
+                    {
+                        "family": family,
+                        "model": model,
+                        "subject": subject,
+                        "accuracy": r["plain_acc"],
+                        "accuracy_specific": r["kfold_acc"],
+                        "rstd": r["plain_rstd"],
+                        "rstd_specific": r["kfold_rstd"],
+                        **{f"recall_{x}": r["plain_recalls"][x] for x in LETTERS},
+                        **{f"recall_{x}_specific": r["kfold_recalls"][x] for x in LETTERS},
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def _percent(text: str) -> float:
+    return float(str(text).strip().removesuffix("%"))
+
+
+def model_summaries(prompt: str, root: Path | str | None = None) -> pd.DataFrame:
+    """The authors' per-model summary of one prompt type (16 rows; Δ% as numbers, e.g. -62.71)."""
+    _check_prompt(prompt)
+    path = reference_dir(root) / "mmlu_model_summaries" / f"mmlu_{prompt}_model_summaries.csv"
+    if not path.is_file():
+        raise DataError(f"{path}: missing (the authors' MMLU model summaries)")
+    df = pd.read_csv(path).rename(columns=SUMMARY_COLUMNS)
+    missing = sorted(set(SUMMARY_COLUMNS.values()) - set(df.columns))
+    if missing:
+        raise DataError(f"{path}: missing column(s) {missing}")
+    df["family"] = df["family"].str.lower()
+    for column in ("delta_pct_accuracy_specific", "delta_pct_rstd_specific"):
+        df[column] = df[column].map(_percent)
+    return df[list(SUMMARY_COLUMNS.values())]

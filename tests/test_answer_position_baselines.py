@@ -1,0 +1,118 @@
+"""The authors' MMLU results: their model summaries are the unweighted means over the 57 subjects
+of their per-subject results (which checks our reading of their aggregation), and the report
+tables built from them and from a run's per-task metrics."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from biasmonkey.tasks.answer_position import baselines, report
+from biasmonkey.tasks.answer_position.data import MMLU_DOMAINS
+from biasmonkey.tasks.answer_position.family import task_name
+from biasmonkey.tasks.answer_position.prompts import PROMPTS
+
+pytestmark = pytest.mark.requires("shared_data")
+
+
+@pytest.mark.parametrize("prompt", PROMPTS)
+def test_model_summaries_are_unweighted_means_over_subjects(data_dir: Path, prompt: str) -> None:
+    summaries = baselines.model_summaries(prompt)
+    per_subject = baselines.subject_results(prompt)
+    assert len(summaries) == 16 and (summaries["subjects"] == 57).all()
+    assert per_subject.groupby("model").size().eq(57).all() and per_subject["model"].nunique() == 16
+    table = report.baseline_table(prompt).set_index("model")
+    for row in summaries.itertuples():
+        mine = table.loc[row.model]
+        assert mine["family"] == row.family and mine["subjects"] == 57
+        for column in baselines.METRICS:  # the authors print 4 decimals
+            assert mine[column] == pytest.approx(getattr(row, column), abs=5.01e-5), (prompt, row.model, column)
+        # Δ% is the relative change of the means (not the mean of per-subject changes), 2 decimals
+        for column in ("delta_pct_accuracy_specific", "delta_pct_rstd_specific"):
+            assert mine[column] == pytest.approx(getattr(row, column), abs=5.01e-3), (prompt, row.model, column)
+    # a size-weighted mean would not do: it differs from their summary for some model
+    sizes = {s: n for s, n in zip(MMLU_DOMAINS, _subject_sizes())}
+    weighted = per_subject.assign(w=per_subject["subject"].map(sizes)).groupby("model", sort=False)
+    rstd = weighted.apply(lambda g: (g["rstd"] * g["w"]).sum() / g["w"].sum(), include_groups=False)
+    assert max(abs(rstd[m] - table.loc[m, "rstd"]) for m in rstd.index) > 1e-3
+
+
+def _subject_sizes() -> list[int]:
+    from biasmonkey.tasks.answer_position.data import load_mmlu
+
+    items = load_mmlu()
+    return [sum(1 for i in items if i.domain == s) for s in MMLU_DOMAINS]
+
+
+def test_model_table_means_over_subjects_beside_the_authors(data_dir: Path) -> None:
+    rows = {}
+    for j, subject in enumerate(MMLU_DOMAINS):  # lm-eval's results.json keys ("accuracy,none")
+        rows[f"biasmonkey_{task_name(subject)}"] = {
+            "alias": subject,
+            "accuracy,none": 0.5,
+            "accuracy_stderr,none": 0.01,
+            "rstd,none": 0.2 if j % 2 else 0.1,
+            "accuracy_specific,none": 0.6,
+            "rstd_specific,none": 0.05,
+        }
+    rows["biasmonkey/" + task_name("anatomy", "fewshot")] = {  # an Inspect name, plain metric names
+        "accuracy": 0.4,
+        "rstd": 0.3,
+        "accuracy_specific": 0.5,
+        "rstd_specific": "N/A",
+    }
+    rows["biasmonkey_yesno_comps"] = {"bias,none": 0.1}  # another family: ignored
+    table = report.model_table(rows, model="tiny")
+    assert list(table.columns) == list(report.COLUMNS)
+    zero = table[(table["prompt"] == "zeroshot") & (table["source"] == "this run")].iloc[0]
+    assert zero["model"] == "tiny" and zero["subjects"] == 57
+    assert zero["rstd"] == pytest.approx((28 * 0.2 + 29 * 0.1) / 57)  # 28 odd indices of 57
+    assert zero["delta_pct_accuracy_specific"] == pytest.approx(20.0)
+    assert zero["delta_pct_rstd_specific"] == pytest.approx(100 * (0.05 - zero["rstd"]) / zero["rstd"])
+    few = table[(table["prompt"] == "fewshot") & (table["source"] == "this run")].iloc[0]
+    assert few["subjects"] == 1 and few["accuracy"] == 0.4 and math.isnan(few["rstd_specific"])
+    assert set(table["prompt"]) == {"zeroshot", "fewshot"}  # no instronly run: no instronly rows
+    assert (table["source"] == report.AUTHORS).sum() == 32  # 16 models beside each prompt run
+    assert report.missing_subjects(rows)["fewshot"] == [s for s in MMLU_DOMAINS if s != "anatomy"]
+    bare = report.model_table(rows, with_baselines=False)
+    assert len(bare) == 2 and isinstance(bare, pd.DataFrame)
+    assert "## Answer-position bias on MMLU" in report.SECTION
+
+
+def test_missing_reference_is_a_clear_error(tmp_path: Path) -> None:
+    assert not baselines.available(tmp_path)
+    with pytest.raises(baselines.DataError, match="no such folder"):
+        baselines.model_summaries("zeroshot", tmp_path)
+    with pytest.raises(ValueError, match="unknown prompt"):
+        baselines.subject_results("threeshot", tmp_path)
+
+
+def test_report_hooks_recompute_a_model_from_its_records(monkeypatch) -> None:
+    """The report's answer-position table, summary entries and section, from records: a model that
+    always answers A, on two subjects with one question per gold letter: accuracy 1/4; recalls
+    (1, 0, 0, 0), RStd = √(((3/4)² + 3·(1/4)²)/4) = √0.1875 = 0.43301; Specific is undefined
+    (fewer than k − 1 = 4 questions per letter) and stays NaN."""
+    from biasmonkey.harness_ext.app.report.inputs import ModelResults
+    from biasmonkey.tasks.answer_position.scoring import score_item
+
+    monkeypatch.setattr(baselines, "available", lambda root=None: False)  # the model alone
+    model = ModelResults(name="m1", model="org/m1")
+    for subject in ("anatomy", "virology"):
+        model.records["answer_position"][f"biasmonkey_{task_name(subject, 'zeroshot')}"] = [
+            score_item({"id": f"mmlu-{subject}-{row}", "domain": subject, "gold": gold}, [-0.1, -0.2] + [-5.0] * 6)
+            for row, gold in enumerate("ABCD", start=1)
+        ]
+    tables = report.tables([model])
+    (row,) = tables["answer_position"].to_dict("records")
+    assert (row["model"], row["prompt"], row["subjects"]) == ("m1", "zeroshot", 2)
+    assert row["accuracy"] == pytest.approx(0.25) and row["rstd"] == pytest.approx(math.sqrt(0.1875))
+    assert math.isnan(row["rstd_specific"])
+    summary = report.summary(model, tables)
+    assert summary["answer_position_rstd"] == pytest.approx(0.43301, abs=1e-5)
+    sentence = report.summary_sentence({"model": "m1", **summary})
+    assert sentence.startswith("Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): 0.433,")
+    section = report.section(tables, Path("unused"))
+    assert section.title == "Answer-position bias on MMLU" and len(section.blocks) == 2
