@@ -87,14 +87,12 @@ class FamilyTask(ConfigurableTask):
         super().__init__(config=config, **kwargs)
 
     def download(self, dataset_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
-        """The documents from the task's `custom_dataset` hook, called as lm-eval's `download` calls it
-        (the run metadata and the task's `dataset_kwargs` as keyword arguments), without the warning
-        lm-eval logs once per task there (that custom arguments can go through `--metadata`: biasmonkey's
-        options do, and are documented)."""
-        if not callable(self.config.custom_dataset):
-            super().download(dataset_kwargs, **kwargs)
-            return
-        self.dataset = self.config.custom_dataset(**(self.config.metadata or {}), **(self.config.dataset_kwargs or {}))
+        """The task's documents from the family, under the options parsed once in `__init__` (the
+        YAML's `custom_dataset` hook, `family_dataset`, serves lm-eval's own loaders and checks).
+        Also spares the warning lm-eval logs once per task in its `download` (that custom
+        arguments can go through `--metadata`: biasmonkey's options do, and are documented)."""
+        documents = self.family.docs(self.options, **self.fixed)
+        self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(documents)})
 
     def harness_config(self) -> dict[str, Any]:
         """Task settings that depend on the options (output type, generation settings, filters)."""
