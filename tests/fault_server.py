@@ -17,8 +17,11 @@ Any model name is accepted (`model` is only what GET /v1/models lists). It liste
   .top_logprobs[0]` keyed `"token_id:<id>"`, one entry per id; without `logprob_token_ids` (as
   llama.cpp): keyed by text, `TEXT_TOKENS`. The log-probabilities are deterministic, derived
   from (prompt, token) by `logprob`, and a valid distribution (they sum to at most 1).
-- any other `POST /v1/completions` (generation): `text` (default " A"), deterministic.
+- any other `POST /v1/completions` (generation): `text` (default " A"), deterministic; with
+  `n: k` it answers k choices (indices 0 … k-1), unless `honor_n=False` (as llama.cpp: one).
 - `GET /v1/models`: the served model `model`.
+- `GET /metrics` (the server's root, as vLLM's Prometheus metrics): the text `metrics` if given
+  (a str, or a function called for each GET that returns one), else HTTP 404.
 
 Faults (constructor arguments, also plain attributes that a test may change between runs):
 
@@ -47,6 +50,7 @@ import json
 import math
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Literal
@@ -91,11 +95,14 @@ class FaultServer:
         script: list[tuple[int, dict[str, Any] | str]] | None = None,
         model: str = "m",
         text: str = " A",
+        honor_n: bool = True,
+        metrics: str | Callable[[], str] | None = None,
     ) -> None:
         self.fail_after, self.failure, self.hang = fail_after, failure, hang
         self.malformed, self.malformed_body, self.errors_then_ok = malformed, malformed_body, errors_then_ok
         self.delay, self.require_key, self.script = delay, require_key, list(script or [])
         self.model, self.text = model, text
+        self.honor_n, self.metrics = honor_n, metrics
         self.requests: list[Recorded] = []
         self.answered = 0  # good answers (not 503s, malformed or scripted ones)
         self.answered_prompts: list[str] = []  # their prompts, in order
@@ -142,6 +149,8 @@ class FaultServer:
             if record.method == "GET":
                 if record.path.rstrip("/") == "/v1/models":
                     return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+                if record.path.rstrip("/") == "/metrics" and self.metrics is not None:
+                    return 200, self.metrics() if callable(self.metrics) else self.metrics
                 return 404, {"error": f"no route {record.path}"}
             if record.path.rstrip("/") != "/v1/completions":
                 return 404, {"error": f"no route {record.path}"}
@@ -174,7 +183,9 @@ class FaultServer:
             top = {key: logprob(prompt, key, len(keys)) for key in keys}
             best = max(top, key=top.__getitem__)
             choice.update(text=best, logprobs={"tokens": [best], "token_logprobs": [top[best]], "top_logprobs": [top]})
-        return {"id": "cmpl-fault", "object": "text_completion", "model": self.model, "choices": [choice]}
+        n = body.get("n") if self.honor_n and isinstance(body.get("n"), int) and body.get("n") > 1 else 1
+        choices = [{**choice, "index": i} for i in range(n)]
+        return {"id": "cmpl-fault", "object": "text_completion", "model": self.model, "choices": choices}
 
 
 class _QuietServer(ThreadingHTTPServer):

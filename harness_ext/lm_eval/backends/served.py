@@ -26,7 +26,33 @@ spelling's log-probability from that one response.
 - Empty contexts (the yes-no tasks' no-context measurement) are sent as the text of the model's
   prefix token (BOS, else EOS), which servers parse as that special token, as lm-eval's HF
   backend conditions on it.
-- `generate_until` (sample and generate modes): one request per distinct (prompt, settings).
+- `is_greedy` is true only for the model's top token over the whole vocabulary: the top of the
+  returned top-k (`top_logprobs` >= 1 is always asked for). With token ids, where a server may
+  return only the requested ids, the special tokens' ids are requested too (the generated token,
+  biased away from them, cannot be one), and the generated token (temperature 0) tells whether
+  the top of the other tokens is among them: if it is not, no requested id is greedy.
+- `generate_until` (sample and generate modes): greedy requests (temperature 0, or no
+  `do_sample`) are sent once per distinct (prompt, settings). Sampled requests are independent
+  draws, never copies of one answer: the N identical sampled requests of one prompt (lm-eval's
+  `repeats`) are asked for with the OpenAI `n` (at most `MAX_N` per request, `choices[i].text`).
+  A server that ignores `n` (answers fewer choices: llama.cpp) or rejects it (HTTP 400/422) gets
+  one request per draw from then on. With a `seed` in the task's settings, draw i of a prompt
+  uses seed + i (what vLLM does for the i-th of `n` choices), so draws differ and a run is
+  reproducible however the draws are split into requests; without one, the server draws freely.
+  lm-eval's cache (`--use_cache`) never answers requests with `do_sample` from the cache (its
+  `CachingLM` sends them to the model each time), so a resumed run draws afresh rather than
+  repeating one stored answer.
+- Sampling is the model's own distribution at the task's temperature: unless the task sets them,
+  requests say top_p 1, top_k 0 (no top-k; -1 where 0 is refused), min_p 0 and no repetition
+  penalty (`repeat_penalty` 1 for llama.cpp, `repetition_penalty` 1 for vLLM), because servers
+  default otherwise (llama.cpp: top-k 40, min-p 0.05, repeat penalty 1.1; vLLM: the model's
+  `generation_config.json`). A server that rejects one of these fields (HTTP 400/422 naming it)
+  is asked again without it (not an attempt), and is not sent it again.
+- Prefix cache: before and after its requests the backend reads the server's Prometheus
+  `/metrics` (vLLM: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`, in prompt tokens;
+  2 s timeout, never an error), logs "prefix cache: X% of N prompt tokens hit" and adds the
+  difference to `self.prefix_cache` ({"queries", "hits"}; None where the server exposes no such
+  counters, e.g. llama.cpp). The counters are the server's: other clients' requests count too.
 
 Off the happy path:
 
@@ -63,11 +89,13 @@ attempt, 120), `max_retries` (3), `api_key_env` (`BIASMONKEY_API_KEY`), `api_key
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import os
 import random
 import re
 from collections.abc import Awaitable, Callable, Sequence
+from functools import partial
 from typing import Any, TypeVar
 
 import httpx
@@ -88,6 +116,21 @@ TOKEN_ID_FIELDS = ("logprob_token_ids", "return_tokens_as_token_ids")
 TOKEN_ID_KEY = "token_id:"
 STOP_BIAS = -100.0
 EXCERPT = 200  # characters of a malformed answer quoted in the error
+MAX_N = 64  # sampled draws asked for in one request (`n`); more draws of a prompt make more requests
+METRICS_TIMEOUT = 2.0  # seconds for reading the server's /metrics
+METRIC_LINE = re.compile(r"\s*(?P<name>[A-Za-z_:][\w:]*)(?:\{.*\})?\s+(?P<value>\S+)")
+PREFIX_CACHE_COUNTERS = {"queries": "vllm:prefix_cache_queries", "hits": "vllm:prefix_cache_hits"}
+# Sampling from the model's own distribution, unless the task says otherwise: each field's values, in
+# the order tried (a server that rejects one gets the next, and none once they are used up).
+NEUTRAL_FIELDS: dict[str, tuple[Any, ...]] = {
+    "top_p": (1.0,),
+    "top_k": (0, -1),  # 0: no top-k (llama.cpp, newer vLLM); older vLLM wants -1
+    "min_p": (0.0,),
+    "repeat_penalty": (1.0,),  # llama.cpp
+    "repetition_penalty": (1.0,),  # vLLM
+}
+PASSED_ON = ("top_p", "top_k", "min_p", "seed")  # generation settings of a task sent as they are
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 Job = Callable[[httpx.AsyncClient], Awaitable[Any]]  # one request, given the shared client
 
@@ -149,6 +192,11 @@ def _seconds(name: str, value: Any) -> float:
     return number
 
 
+def _is_sampled(gen_kwargs: dict[str, Any]) -> bool:
+    """A sampled request (do_sample with a temperature above 0); otherwise greedy."""
+    return _as_bool(gen_kwargs.get("do_sample", False)) and float(gen_kwargs.get("temperature", 1.0)) > 0
+
+
 def _first_choice(body: Any) -> dict[str, Any]:
     choices = body.get("choices") if isinstance(body, dict) else None
     if not (isinstance(choices, list) and choices and isinstance(choices[0], dict)):
@@ -156,8 +204,9 @@ def _first_choice(body: Any) -> dict[str, Any]:
     return choices[0]
 
 
-def _read_top(body: Any) -> dict[str, float]:
-    """`choices[0].logprobs.top_logprobs[0]`: the first generated token's top-k, {token: log-probability}."""
+def _read_top(body: Any) -> tuple[dict[str, float], str | None]:
+    """`choices[0].logprobs.top_logprobs[0]`: the first generated token's top-k, {token: log-probability},
+    and the generated token (`logprobs.tokens[0]`; None if not given)."""
     choice = _first_choice(body)
     logprobs = choice.get("logprobs")
     tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
@@ -167,15 +216,67 @@ def _read_top(body: Any) -> dict[str, float]:
             f"no log-probabilities in `choices[0].logprobs.top_logprobs` (finish_reason="
             f"{choice.get('finish_reason')!r}); does the server return `logprobs`?"
         )
-    return top
+    tokens = logprobs.get("tokens") if isinstance(logprobs, dict) else None
+    generated = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], str) else None
+    return top, generated
 
 
-def _read_text(body: Any) -> str:
-    """`choices[0].text`: the generated text."""
-    text = _first_choice(body).get("text")
-    if not isinstance(text, str):
-        raise Malformed("no `text` in `choices[0]`")
+def _read_texts(body: Any) -> list[str]:
+    """Every `choices[i].text`, in the order of their `index`."""
+    _first_choice(body)
+    choices = body["choices"]
+    texts = [c.get("text") if isinstance(c, dict) else None for c in choices]
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise Malformed(f"no `text` in `choices[{i}]`")
+    order = [c.get("index") for c in choices]
+    if all(isinstance(i, int) for i in order) and len(set(order)) == len(order):
+        return [t for _, t in sorted(zip(order, texts))]
+    return texts
+
+
+def _cut(text: str, until: list[str]) -> str:
+    """The text up to the first stop string (servers that cap the number of stop strings)."""
+    for stop in until:
+        text = text.split(stop, 1)[0]
     return text
+
+
+def read_prefix_cache(
+    base_url: str, timeout: float = METRICS_TIMEOUT, headers: dict[str, str] | None = None
+) -> dict[str, float] | None:
+    """A vLLM server's prefix-cache counters from its Prometheus `/metrics` (at the server's root:
+    `base_url` without `/v1`): {"queries": prompt tokens looked up, "hits": those found}, summed over
+    the counters' labels (engines, models). None if the server does not expose them, or does not
+    answer within `timeout` seconds; never raises."""
+    root = base_url.rstrip("/").removesuffix("/v1")
+    try:
+        response = httpx.get(f"{root}/metrics", timeout=timeout, headers=headers or {})
+        if response.status_code != 200:
+            return None
+        totals: dict[str, float] = {}
+        for line in response.text.splitlines():
+            sample = METRIC_LINE.match(line)  # name{labels} value [timestamp]; comments do not match
+            if sample is None:
+                continue
+            name = sample["name"].removesuffix("_total")  # Prometheus clients add _total to counters
+            for key, counter in PREFIX_CACHE_COUNTERS.items():
+                if name == counter:
+                    totals[key] = totals.get(key, 0.0) + float(sample["value"])
+        if set(totals) != set(PREFIX_CACHE_COUNTERS):
+            return None
+        return totals
+    except Exception:  # noqa: BLE001 - a number for the log, never a reason to fail the run
+        return None
+
+
+def prefix_cache_hit_rate(base_url: str, timeout: float = METRICS_TIMEOUT) -> float | None:
+    """The share of prompt tokens a vLLM server found in its prefix cache since it started (see
+    `read_prefix_cache`); None where it does not say (llama.cpp, SGLang without metrics, …)."""
+    counters = read_prefix_cache(base_url, timeout)
+    if counters is None or counters["queries"] <= 0:
+        return None
+    return counters["hits"] / counters["queries"]
 
 
 @register_model("biasmonkey-server")
@@ -225,6 +326,9 @@ class ServedLM(TemplateLM):
             ) from err
         self.tokenizer_source = tokenizer
         self.stop_bias = {str(i): STOP_BIAS for i in self.tokenizer.all_special_ids}
+        self.sample_n = True  # the server answers `n` choices (until it shows it does not)
+        self._neutral = {name: list(values) for name, values in NEUTRAL_FIELDS.items()}
+        self._failures: list[Exception] = []
         self.reset_counters()
 
     @staticmethod
@@ -246,6 +350,8 @@ class ServedLM(TemplateLM):
         self.requests_sent = 0  # HTTP requests, retries included
         self.prompts_scored = 0  # distinct prompts of loglikelihood requests answered
         self.imputed = 0  # spellings given the floor
+        self.draws = 0  # sampled answers received
+        self.prefix_cache: dict[str, float] | None = None  # the server's prefix-cache counters over our work
 
     # ------------------------------------------------------------------ tokenizer (lm-eval's interface)
 
@@ -308,7 +414,9 @@ class ServedLM(TemplateLM):
         jobs = [
             lambda client, p=prompt, i=ids: self._score_prompt(client, p, i) for prompt, (ids, _) in by_prompt.items()
         ]
+        before = self._prefix_counters()
         self._run_all(jobs, done, "Scoring prompts", disable_tqdm)
+        self._note_prefix_cache(before)
         return answers
 
     def _prompt_text(self, context: str) -> str:
@@ -325,22 +433,35 @@ class ServedLM(TemplateLM):
             "temperature": 0,
             "logprobs": self.top_logprobs,
             "logit_bias": {k: v for k, v in self.stop_bias.items() if int(k) not in ids},
+            **self._neutral_fields({}),  # no repetition penalty: the generated token is the top one
         }
         if self.token_id_logprobs:
-            payload.update(logprob_token_ids=ids, return_tokens_as_token_ids=True)
-        return self._read_spellings(await self._post(client, "/completions", payload, _read_top), ids)
+            # also the special tokens': the one generated token is never one of them (their bias),
+            # but one of them may be the model's top token, and then no answer spelling is greedy
+            specials = [int(k) for k in self.stop_bias if int(k) not in ids]
+            payload.update(logprob_token_ids=ids + specials, return_tokens_as_token_ids=True)
+        top, generated = await self._post(client, "/completions", payload, _read_top)
+        return self._read_spellings(top, ids, generated)
 
-    def _read_spellings(self, top: dict[str, float], ids: list[int]) -> dict[int, tuple[float, bool]]:
-        """Each token's (log-probability, is the top token) from one top-k dict, keyed by token id
-        (`token_id:330`) or by text (" A"); tokens the dict lacks get the imputed floor."""
+    def _read_spellings(
+        self, top: dict[str, float], ids: list[int], generated: str | None = None
+    ) -> dict[int, tuple[float, bool]]:
+        """Each token's (log-probability, is the model's top token) from one top-k dict, keyed by token
+        id (`token_id:330`) or by text (" A"); tokens the dict lacks get the imputed floor.
+
+        The top token is the dict's best entry. Keyed by id, the dict may hold only the requested
+        ids: then `generated` (the token generated at temperature 0, the top of the others) decides;
+        if it is not in the dict, the top token is not either and no id is greedy."""
         by_id = all(k.startswith(TOKEN_ID_KEY) for k in top)
         pairs = [(k.removeprefix(TOKEN_ID_KEY) if by_id else k, float(v)) for k, v in top.items()]
         wanted = [str(i) if by_id else spaced_token(self.tokenizer.decode([i])) for i in ids]
         present = {key if by_id else spaced_token(key) for key, _ in pairs}
         logprobs, n_imputed = spelling_logprobs(pairs, wanted)
         self.imputed += n_imputed
-        best = max(pairs, key=lambda kv: kv[1])[0]
+        best: str | None = max(pairs, key=lambda kv: kv[1])[0]
         best = best if by_id else spaced_token(best)
+        if by_id and generated is not None and generated.removeprefix(TOKEN_ID_KEY) not in present:
+            best = None  # the model's top token is none of those returned
         return {
             i: (lp if key in present else ImputedLogprob(lp), key == best) for i, key, lp in zip(ids, wanted, logprobs)
         }
@@ -354,28 +475,46 @@ class ServedLM(TemplateLM):
     # ------------------------------------------------------------------ generation
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
-        """Greedy (or sampled, as the task asks) completions, one request per distinct (prompt, settings)."""
+        """Greedy completions once per distinct (prompt, settings); sampled ones as independent draws,
+        one for each request (see the module docstring)."""
         distinct: dict[tuple[str, str], tuple[str, dict[str, Any], list[int]]] = {}  # -> (prompt, settings, requests)
         for n, (context, gen_kwargs) in enumerate(r.args for r in requests):
             key = (context, repr(sorted(gen_kwargs.items())))
             distinct.setdefault(key, (context, gen_kwargs, []))[2].append(n)
         texts: list[Any] = [None] * len(requests)
-        groups = list(distinct.values())
 
-        def done(k: int, text: str) -> None:
-            """Answer prompt k's requests and cache them (lm-eval's --use_cache) the moment it is read."""
-            for n in groups[k][2]:
-                texts[n] = text
-                self.cache_hook.add_partial("generate_until", requests[n].args, text)
+        def answer(indices: list[int], greedy: bool) -> Callable[[int, str], None]:
+            """`emit(j, text)`: answer the j-th of `indices` (all of them: one greedy prompt) the moment
+            the text is read, and cache it (lm-eval's --use_cache)."""
 
-        jobs = [lambda client, c=context, k=kwargs: self._generate(client, c, k) for context, kwargs, _ in groups]
-        self._run_all(jobs, done, "Generating", disable_tqdm)
+            def emit(j: int, text: str) -> None:
+                for n in indices if greedy else indices[j : j + 1]:
+                    texts[n] = text
+                    self.cache_hook.add_partial("generate_until", requests[n].args, text)
+
+            return emit
+
+        jobs: list[Job] = []
+        for context, kwargs, indices in distinct.values():
+            if not _is_sampled(kwargs):  # one completion for every copy
+                emit = answer(indices, greedy=True)
+                jobs.append(partial(self._draw, context=context, gen_kwargs=kwargs, first=0, count=1, emit=emit))
+                continue
+            for first in range(0, len(indices), MAX_N):  # a draw for each copy
+                chunk = indices[first : first + MAX_N]
+                emit = answer(chunk, greedy=False)
+                jobs.append(
+                    partial(self._draw, context=context, gen_kwargs=kwargs, first=first, count=len(chunk), emit=emit)
+                )
+        before = self._prefix_counters()
+        self._run_all(jobs, lambda k, _: None, "Generating", disable_tqdm)
+        self._note_prefix_cache(before)
         return texts
 
-    async def _generate(self, client: httpx.AsyncClient, context: str, gen_kwargs: dict[str, Any]) -> str:
+    def _generation_payload(self, context: str, gen_kwargs: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
         until = gen_kwargs.get("until") or []
         until = [until] if isinstance(until, str) else list(until)
-        sampled = _as_bool(gen_kwargs.get("do_sample", False))
+        sampled = _is_sampled(gen_kwargs)
         payload: dict[str, Any] = {
             "prompt": context,
             "max_tokens": int(gen_kwargs.get("max_gen_toks", self.max_gen_toks)),
@@ -383,13 +522,89 @@ class ServedLM(TemplateLM):
         }
         if until:
             payload["stop"] = until
-        for name in ("top_p", "seed"):
-            if name in gen_kwargs:
-                payload[name] = gen_kwargs[name]
-        text = await self._post(client, "/completions", payload, _read_text)
-        for stop in until:  # servers that cap the number of stop strings
-            text = text.split(stop, 1)[0]
-        return text
+        given = {name: gen_kwargs[name] for name in PASSED_ON if name in gen_kwargs}
+        payload.update(self._neutral_fields(given), **given)
+        return payload, until
+
+    async def _draw(
+        self,
+        client: httpx.AsyncClient,
+        context: str,
+        gen_kwargs: dict[str, Any],
+        first: int,
+        count: int,
+        emit: Callable[[int, str], None],
+    ) -> None:
+        """`count` completions of one prompt (draws first … first + count - 1 of its sampled
+        requests; one greedy completion with count 1), each handed to `emit(j, text)` as it is read."""
+        sampled = _is_sampled(gen_kwargs)
+        seed = gen_kwargs.get("seed") if sampled else None
+        j = 0
+        while j < count:
+            if j and self._failures:  # a request failed for good: start no new one
+                return
+            request, until = self._generation_payload(context, gen_kwargs)  # less what the server refused
+            if seed is not None:
+                request["seed"] = int(seed) + first + j  # distinct draws need distinct seeds
+            if sampled and count - j > 1 and self.sample_n:
+                request["n"] = count - j
+            texts = await self._post(client, "/completions", request, _read_texts)
+            if len(texts) < request.get("n", 1):
+                self.sample_n = False  # the server ignores `n`: one request per draw from now on
+            for text in texts[: count - j]:
+                emit(j, _cut(text, until))
+                j += 1
+                self.draws += sampled
+
+    # ------------------------------------------------------------------ request fields
+
+    def _neutral_fields(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The sampling fields that keep the model's own distribution (NEUTRAL_FIELDS), less those the
+        task gives and those the server refused."""
+        return {name: values[0] for name, values in self._neutral.items() if values and name not in given}
+
+    def _relax(self, payload: dict[str, Any], message: str) -> dict[str, Any] | None:
+        """The payload without what a server rejected (HTTP 400/422): vLLM's token-id fields, or our
+        neutral sampling fields the message names (their next value, or none), or else `n`. None when
+        nothing we may leave out explains the rejection."""
+        if any(f in payload and f in message for f in TOKEN_ID_FIELDS):
+            self.token_id_logprobs = False
+            return {k: v for k, v in payload.items() if k not in TOKEN_ID_FIELDS}
+        relaxed = dict(payload)
+        for name, values in self._neutral.items():
+            if name in payload and name in message and payload[name] in NEUTRAL_FIELDS[name]:
+                if values and payload[name] == values[0]:
+                    values.pop(0)  # this value is refused: the next one, or none
+                if values:
+                    relaxed[name] = values[0]
+                else:
+                    del relaxed[name]
+        if relaxed != payload:
+            return relaxed
+        if int(payload.get("n", 1)) > 1:  # e.g. llama.cpp's "Only one completion choice is allowed"
+            self.sample_n = False
+            del relaxed["n"]
+            return relaxed
+        return None
+
+    # ------------------------------------------------------------------ prefix cache
+
+    def _prefix_counters(self) -> dict[str, float] | None:
+        headers = {"Authorization": f"Bearer {self._api_key.value}"} if self._api_key else None
+        return read_prefix_cache(self.base_url, METRICS_TIMEOUT, headers)
+
+    def _note_prefix_cache(self, before: dict[str, float] | None) -> None:
+        """Log the server's prefix-cache hits since `before` and add them to `self.prefix_cache`."""
+        after = self._prefix_counters() if before is not None else None
+        if before is None or after is None:
+            return
+        queries, hits = after["queries"] - before["queries"], after["hits"] - before["hits"]
+        if queries < 0 or hits < 0:  # the server restarted in between
+            return
+        total = self.prefix_cache or {"queries": 0.0, "hits": 0.0}
+        self.prefix_cache = {"queries": total["queries"] + queries, "hits": total["hits"] + hits}
+        share = f"{100 * hits / queries:.1f}%" if queries else "n/a"
+        log.info(f"prefix cache: {share} of {queries:.0f} prompt tokens hit ({self.base_url})")
 
     # ------------------------------------------------------------------ HTTP
 
@@ -405,6 +620,7 @@ class ServedLM(TemplateLM):
         limits = httpx.Limits(max_connections=self.num_concurrent)
         headers = {"Authorization": f"Bearer {self._api_key.value}"} if self._api_key else {}
         failures: list[Exception] = []
+        self._failures = failures  # a job making several requests stops too
         with tqdm(total=len(jobs), desc=f"{label} ({self.base_url})", disable=disable_tqdm) as bar:
             async with httpx.AsyncClient(timeout=self.timeout, limits=limits, headers=headers) as client:
 
@@ -448,10 +664,10 @@ class ServedLM(TemplateLM):
                     except ValueError as err:  # not JSON (JSONDecodeError), or Malformed
                         what = err if isinstance(err, Malformed) else "not JSON"
                         problem = f"malformed answer (HTTP 200, {what}): {message[:EXCERPT]!r}"
-                elif status in (400, 422) and any(f in message and f in payload for f in TOKEN_ID_FIELDS):
-                    # a server that rejects vLLM's token-id fields: ask for the top-k alone (not an attempt)
-                    self.token_id_logprobs = False
-                    payload = {k: v for k, v in payload.items() if k not in TOKEN_ID_FIELDS}
+                elif status in (400, 422) and (relaxed := self._relax(payload, message)) is not None:
+                    # a server that rejects optional fields (vLLM's token ids, our sampling fields, `n`):
+                    # ask again without them (not an attempt)
+                    payload = relaxed
                     attempt -= 1
                     continue
                 elif status in REFUSED_STATUS:
