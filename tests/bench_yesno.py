@@ -26,8 +26,8 @@ from pathlib import Path
 
 from biasmonkey.harness_ext.app.cli import tasks_dir
 from biasmonkey.harness_ext.logs import records_from_samples_file
-from biasmonkey.tasks.yesno.commands import latest_yesno_outputs
 from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.yesno.commands import latest_yesno_outputs
 from biasmonkey.tasks.yesno.data import load_items
 from biasmonkey.tasks.yesno.scoring import summarize
 

@@ -18,10 +18,10 @@ from test_inspect import metrics, output, run
 from test_inspect_parity import RAW_PROMPT
 from test_lm_eval_e2e import metric, run_lm_eval
 
-from biasmonkey.tasks.cognitive.inspect_task import EXACT_MODE_UNAVAILABLE, TASKS
-from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES
+from biasmonkey.tasks.cognitive.inspect_task import EXACT_MODE_UNAVAILABLE, TASKS
+from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import (
     ONE_STEP_MAX_TOKENS,

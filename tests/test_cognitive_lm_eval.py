@@ -13,9 +13,9 @@ import pytest
 from lm_eval.tasks import TaskManager
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
-from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.tasks.cognitive.data import BIASES, DataError
+from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.tasks.cognitive.options import CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import answer_prompt, side_text
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, summarize_records

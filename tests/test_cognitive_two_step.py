@@ -18,10 +18,10 @@ from test_cognitive_lm_eval import FIXTURES
 from test_inspect import metrics
 from test_lm_eval_e2e import REPO, metric
 
-from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.harness_ext.logs import records_from_eval_log
 from biasmonkey.tasks.cognitive.codecs import from_lm_eval
 from biasmonkey.tasks.cognitive.data import DataError
+from biasmonkey.tasks.cognitive.lm_eval_task import generation_kwargs
 from biasmonkey.tasks.cognitive.options import LM_EVAL_TWO_STEP_MAX_TOKENS, CognitiveOptions
 from biasmonkey.tasks.cognitive.prompts import decision_prompt, side_text
 from biasmonkey.tasks.cognitive.scoring import STEP_ONE_ONLY

@@ -13,7 +13,6 @@ import pytest
 from test_inspect import output, run, scripted
 
 from biasmonkey.harness_ext.app.cli import main
-from biasmonkey.tasks.response_bias.inspect_task import pair_samples
 from biasmonkey.metrics.representativeness import mean_representativeness, question_representativeness
 from biasmonkey.tasks.response_bias.human_distributions import (
     HumanDistribution,
@@ -21,6 +20,7 @@ from biasmonkey.tasks.response_bias.human_distributions import (
     model_questions,
     score_questions,
 )
+from biasmonkey.tasks.response_bias.inspect_task import pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.response_bias.survey_questions import SurveyQuestion, survey_questions

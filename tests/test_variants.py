@@ -16,10 +16,10 @@ from inspect_ai import eval as inspect_eval
 from test_inspect import metrics, output, scripted
 from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
-from biasmonkey.tasks.response_bias.inspect_task import TASKS, VARIANT_TASKS, pair_samples
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics import draw_variation, summarize_deltas
 from biasmonkey.tasks.response_bias.codecs import record_from_results as pair_record
+from biasmonkey.tasks.response_bias.inspect_task import TASKS, VARIANT_TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions, parse_seeds
 from biasmonkey.tasks.response_bias.pairs import build_pairs
 from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_weights

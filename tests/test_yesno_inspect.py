@@ -22,9 +22,9 @@ from test_yesno_lm_eval import REPORTED  # the lm-eval tasks' metrics
 from tokenizers import processors
 from transformers import AutoTokenizer
 
-from biasmonkey.tasks.yesno.inspect_task import TASKS, hf_null_prompt
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics.yesno import stratified_kfold
+from biasmonkey.tasks.yesno.inspect_task import TASKS, hf_null_prompt
 from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
 
 pytestmark = pytest.mark.usefixtures("data_dir")
