@@ -1,4 +1,4 @@
-"""The `biasmonkey` command line: tasks-dir, run, plan, summarize, report, inspect-eval-set, data,
+"""The `biasmonkey` command line: tasks-dir, tasks list, run, plan, summarize, report, inspect-eval-set, data,
 task-files, and each family's own commands (`tasks/<family>/commands.py`: `add_commands`, and the
 options it adds to summarize and report)."""
 
@@ -18,6 +18,7 @@ from biasmonkey.harness_ext.app.plan import add_subcommand as add_plan
 from biasmonkey.harness_ext.app.run import add_subcommand as add_run
 from biasmonkey.harness_ext.app.run import tasks_dir
 from biasmonkey.harness_ext.app.task_files_command import add_subcommand as add_task_files
+from biasmonkey.harness_ext.app.tasks_command import add_subcommand as add_tasks
 from biasmonkey.tasks.families import FAMILIES
 
 
@@ -92,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("tasks-dir", help="print the task folder for lm_eval --include_path")
     p.set_defaults(func=cmd_tasks_dir)
+    add_tasks(sub)
 
     add_run(sub)
     add_plan(sub)

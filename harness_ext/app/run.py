@@ -11,6 +11,10 @@ Resuming: every exact/generate-mode run keeps lm-eval's request cache (`--use_ca
 carries the model's identity (model, dtype, backend). `--resume` continues an interrupted run from
 it; without `--resume` a stale cache of the same model is removed first. Sampled answers
 (`mode=sample`) are never read back by lm-eval, so a sample-mode run keeps no cache and cannot resume.
+
+Arguments after `--` go to the lm_eval command line unchanged, after biasmonkey's own (`--seed`,
+`--gen_kwargs`, `--wandb_args`, …); a flag that biasmonkey sets itself is refused there, naming the
+biasmonkey option to use instead (`run_checks.check_lm_eval_args`).
 """
 
 from __future__ import annotations
@@ -39,11 +43,13 @@ from biasmonkey.harness_ext.app.plan import (
 )
 from biasmonkey.harness_ext.app.run_checks import (
     DTYPES,
+    LM_EVAL_FLAGS_SET_BY_RUN,
     batch_size,
     cache_entries,
     check_api_key_env,
     check_cache,
     check_device,
+    check_lm_eval_args,
     check_model,
     check_output,
     device,
@@ -67,6 +73,8 @@ BACKEND_NOTES = {
 }
 LAUNCHER = "biasmonkey.harness_ext.lm_eval"
 OPTIONS_BY_FAMILY = {name: family.options_type for name, family in FAMILIES.items()}
+# The lm-eval flags `run` sets itself (refused after `--`), as its help lists them.
+SET_BY_RUN = [strings[0] for dest, (strings, _) in LM_EVAL_FLAGS_SET_BY_RUN.items() if dest != "help"]
 # Set for the launcher: it then drops lm-eval's advice to apply the chat template (biasmonkey's raw
 # prompt is the paper's protocol; --apply-chat-template is the documented alternative).
 QUIET_ENV = "BIASMONKEY_RUN"
@@ -179,7 +187,8 @@ def lm_eval_command(args: argparse.Namespace, model_path: str | None, step: Step
         cmd += ["--apply_chat_template"]
     if uses_cache(args):
         cmd += ["--use_cache", str(cache_path(args, model_path))]
-    return cmd
+    # The user's lm-eval arguments (after `--`), last and in their order (checked by check_inputs).
+    return cmd + list(getattr(args, "lm_eval_args", None) or [])
 
 
 def check_backend_flags(args: argparse.Namespace) -> None:
@@ -211,16 +220,19 @@ def run_line(args: argparse.Namespace, tasks: list[Any], model_label: str, cache
     unit = DOCUMENT_UNITS[next(iter(families))] if len(families) == 1 and None not in families else "documents"
     suite = f"tasks {args.tasks}" if args.tasks else f"{args.suite} suite ({task_spec(args.suite, None)})"
     cached = f"; {'resuming from' if args.resume else 'cache'} {cache}" if cache else ""
+    forwarded = getattr(args, "lm_eval_args", None)
+    passed = f"; lm-eval arguments {' '.join(forwarded)}" if forwarded else ""
     return (
         f"biasmonkey run: {suite}: {len(tasks)} task{'s' if len(tasks) != 1 else ''}, "
         f"{documents:,} {unit}, "
         f"{requests:,} requests, {prompts:,} distinct prompts; backend {LM_EVAL_MODELS[args.backend]} "
-        f"({BACKEND_NOTES[args.backend]}) on {model_label}{cached}"
+        f"({BACKEND_NOTES[args.backend]}) on {model_label}{cached}{passed}"
     )
 
 
 def check_inputs(args: argparse.Namespace) -> None:
     """Everything about the run's inputs that can be known before a model loads."""
+    check_lm_eval_args(args.lm_eval_args)
     check_backend_flags(args)
     check_output(args.output)
     if args.backend == "server":
@@ -333,7 +345,17 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def add_subcommand(subparsers: Any) -> None:
     """Register `run` on the `biasmonkey` CLI's subparsers."""
-    p = subparsers.add_parser("run", help="run a suite with lm-eval, then write a summary and the report")
+    p = subparsers.add_parser(
+        "run",
+        help="run a suite with lm-eval, then write a summary and the report",
+        description="Run a suite (or --tasks) with lm-eval through biasmonkey's backends, then write the summary "
+        "and the report into --output.",
+        epilog="lm-eval arguments: everything after -- goes to the lm_eval command line unchanged, after the "
+        "arguments biasmonkey builds, e.g. biasmonkey run --limit 10 -- --seed 1,2,3,4 --gen_kwargs temperature=0 "
+        "--wandb_args project=bias (lm-eval's flags: python -m lm_eval run --help; note that --seed after -- is "
+        "lm-eval's seed, before it the yesno/cognitive run option). The lm-eval flags biasmonkey sets itself are "
+        f"refused after --, with the biasmonkey option to use instead: {', '.join(SET_BY_RUN)}.",
+    )
     add_selection_arguments(p)
     p.add_argument(
         "--backend",
@@ -384,4 +406,10 @@ def add_subcommand(subparsers: Any) -> None:
         help="continue an interrupted run of the same model, dtype and backend from its request cache",
     )
     p.add_argument("--no-cache", action="store_true", help="keep no request cache (the run cannot be resumed)")
+    p.add_argument(
+        "lm_eval_args",
+        nargs="*",
+        metavar="LM_EVAL_ARG",
+        help="after --: arguments for the lm_eval command line, e.g. -- --seed 1,2,3,4 (see below)",
+    )
     p.set_defaults(func=cmd_run)

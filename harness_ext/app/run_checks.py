@@ -165,6 +165,101 @@ def warn_unused_options(
     return warnings
 
 
+# ---------------------------------------------------------------------------- lm-eval arguments after --
+
+# The lm-eval flags `biasmonkey run` sets itself (`run.lm_eval_command`), by lm-eval's name for them
+# (its argparse dest): their option strings in lm-eval 0.4.13, and what to use instead.
+LM_EVAL_FLAGS_SET_BY_RUN: dict[str, tuple[tuple[str, ...], str]] = {
+    "model": (("--model", "-M"), "choose the lm-eval model with biasmonkey's --backend (hf, server, stock-hf)"),
+    "model_args": (
+        ("--model_args", "-a"),
+        "use biasmonkey's --model and --dtype (hf backends), or --base-url, --server-model, --tokenizer, "
+        "--num-concurrent, … (--backend server)",
+    ),
+    "tasks": (("--tasks", "-t"), "use biasmonkey's --suite or --tasks"),
+    "output_path": (("--output_path", "-o"), "use biasmonkey's --output"),
+    "log_samples": (("--log_samples", "-s"), "biasmonkey always logs the samples (the summary and report read them)"),
+    "use_cache": (
+        ("--use_cache", "-c"),
+        "biasmonkey keeps lm-eval's request cache in <output>/cache; use --no-cache or --resume",
+    ),
+    "include_path": (("--include_path",), "biasmonkey always includes its own task folder (`biasmonkey tasks-dir`)"),
+    "limit": (("--limit", "-L"), "use biasmonkey's --limit"),
+    "batch_size": (("--batch_size", "-b"), "use biasmonkey's --batch-size"),
+    "device": (("--device",), "use biasmonkey's --device"),
+    "metadata": (
+        ("--metadata",),
+        "use biasmonkey's run options (--mode, --template, …; `biasmonkey tasks list` shows them)",
+    ),
+    "apply_chat_template": (("--apply_chat_template",), "use biasmonkey's --apply-chat-template"),
+    "config": (
+        ("--config", "-C"),
+        "a config file could set what biasmonkey sets; give lm-eval's other flags one by one after --",
+    ),
+    "help": (("--help", "-h"), "lm-eval's own flags: python -m lm_eval run --help"),
+}
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
+def _lm_eval_options() -> dict[str, tuple[str, bool]]:
+    """lm-eval's `run` option strings → (dest, whether it takes a value), from lm-eval's own parser
+    (so that abbreviations resolve as lm-eval resolves them); the table above where lm-eval's CLI
+    cannot be read."""
+    try:
+        from lm_eval._cli import HarnessCLI
+
+        parser = HarnessCLI()._subparsers.choices["run"]
+        return {s: (a.dest, a.nargs != 0) for a in parser._actions for s in a.option_strings}
+    except Exception:  # another lm-eval layout: the known flags only
+        flags = {"log_samples", "help"}
+        return {s: (d, d not in flags) for d, (strings, _) in LM_EVAL_FLAGS_SET_BY_RUN.items() for s in strings}
+
+
+def _lm_eval_dests(token: str, options: Mapping[str, tuple[str, bool]]) -> list[str]:
+    """The lm-eval options a command-line token sets, as lm-eval's argparse reads it: a long flag
+    (`--flag` or `--flag=value`, or an unambiguous prefix of one), or a cluster of short flags
+    (`-s`, `-sL5`, `-o=out`); ambiguous prefixes give every candidate."""
+    if token.startswith("--"):
+        flag = token.split("=", 1)[0]
+        if flag in options:
+            return [options[flag][0]]
+        return sorted({d for s, (d, _) in options.items() if s.startswith("--") and s.startswith(flag)})
+    dests = []
+    for char in token[1:]:
+        if char == "=" or f"-{char}" not in options:
+            break
+        dest, takes_value = options[f"-{char}"]
+        dests.append(dest)
+        if takes_value:  # the rest of the token is its value
+            break
+    return dests
+
+
+def check_lm_eval_args(forwarded: Sequence[str]) -> list[str]:
+    """The lm-eval arguments given after `--`: any lm-eval flag, except those `biasmonkey run` sets
+    itself (an error naming the biasmonkey option to use instead)."""
+    forwarded = list(forwarded)
+    if forwarded and not forwarded[0].startswith("-"):
+        raise ValueError(
+            f"{forwarded[0]!r}: not a biasmonkey run option; lm-eval arguments go after -- and begin with a flag, "
+            "e.g. biasmonkey run … -- --seed 1,2,3,4"
+        )
+    options = _lm_eval_options() if any(t.startswith("-") for t in forwarded) else {}
+    for token in forwarded:
+        if token == "--":  # lm-eval's own positional arguments follow
+            break
+        if not token.startswith("-") or token == "-" or _NUMBER.match(token):
+            continue
+        dests = _lm_eval_dests(token, options)
+        for dest in dests:
+            if dest in LM_EVAL_FLAGS_SET_BY_RUN:
+                strings, advice = LM_EVAL_FLAGS_SET_BY_RUN[dest]
+                reads = "reads it as" if len(dests) == 1 or not token.startswith("--") else "could read it as"
+                read_as = "" if token.split("=", 1)[0] in strings else f" (lm-eval {reads} {strings[0]})"
+                raise ValueError(f"lm-eval argument {token}{read_as} after --: biasmonkey run sets it itself; {advice}")
+    return forwarded
+
+
 # ---------------------------------------------------------------------------- the request cache
 
 
