@@ -164,8 +164,13 @@ def lm_eval_steps(args: argparse.Namespace, tasks: list[Any], stamp: str) -> lis
     return [Step(",".join(rest), args.output)] * bool(rest) + [Step(names, first), Step(names, args.output, follow)]
 
 
-def lm_eval_command(args: argparse.Namespace, model_path: str | None, step: Step | None = None) -> list[str]:
+def lm_eval_command(
+    args: argparse.Namespace, model_path: str | None, step: Step | None = None, metadata: dict[str, Any] | None = None
+) -> list[str]:
+    """The lm-eval command line of one step; `metadata`: the run's task options as `cmd_run` read
+    them once from the flags (default: read them here)."""
     step = step or Step(task_spec(args.suite, args.tasks), args.output)
+    metadata = cli_metadata(args, OPTION_TYPES) if metadata is None else metadata
     cmd = [sys.executable, "-m", LAUNCHER, "--model", LM_EVAL_MODELS[args.backend]]
     cmd += ["--model_args", model_args(args, model_path)]
     if args.backend != "server":
@@ -180,7 +185,7 @@ def lm_eval_command(args: argparse.Namespace, model_path: str | None, step: Step
         "--log_samples",
     ]
     # Always explicit (even "{}"): the command line shows every task option the run used.
-    cmd += ["--metadata", json.dumps(cli_metadata(args, OPTION_TYPES) | step.options)]
+    cmd += ["--metadata", json.dumps(metadata | step.options)]
     if args.limit is not None:
         cmd += ["--limit", str(args.limit)]
     if args.apply_chat_template:
@@ -327,7 +332,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:
             print(f"biasmonkey run: lm-eval run {number} of {len(steps)}: {step.tasks} -> {step.output}", flush=True)
-        code = run_lm_eval_child(lm_eval_command(args, model_path, step), env)
+        code = run_lm_eval_child(lm_eval_command(args, model_path, step, metadata), env)
         if code != 0:
             stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
             print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
