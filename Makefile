@@ -71,13 +71,15 @@ $(VLLM_STAMP):
 	touch $@
 
 # Every prerequisite must be there: a missing one fails its tests instead of skipping them
-# (BIASMONKEY_REQUIRE_ALL=1; `make test REQUIRE_ALL=0` lets them skip). The server is installed
+# (BIASMONKEY_REQUIRE_ALL=1; `make test REQUIRE_ALL=0` lets them skip). The servers (llama.cpp, vLLM) are installed
 # first; without BIASMONKEY_DATA_DIR the data comes from the cache, filled (downloaded once and
 # verified) here: the tests themselves never touch the network.
 REQUIRE_ALL ?= 1
-test: lint server
+test: lint server vllm
 	@if [ -z "$(BIASMONKEY_DATA_DIR)" ]; then $(BIN)/biasmonkey data fetch; fi
-	BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -n auto --dist loadfile
+	# the fast tests first, then the slow ones (SmolLM2, real engines: llama.cpp, vLLM)
+	BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
+	BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -n auto --dist loadfile -m slow
 
 # Style (ruff, configured in pyproject.toml): lint and formatting, checked before the tests.
 lint: $(STAMP)
