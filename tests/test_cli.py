@@ -99,9 +99,10 @@ def test_summarize_recomputes_from_hand_made_records(tmp_path: Path, capsys: pyt
     assert int(row["n_pairs"]) == 2
     assert float(row["delta"]) == pytest.approx(20.0)
     assert float(row["delta_stderr"]) == pytest.approx(10.0)
-    assert float(row["t"]) == pytest.approx(2.0)
-    assert float(row["p"]) == pytest.approx(1 - 2 / math.pi * math.atan(2), abs=1e-9)
-    assert float(row["ci_low"]) == pytest.approx(20 - 127.062, abs=1e-3)
+    # named as the tasks' metrics
+    assert float(row["delta_t"]) == pytest.approx(2.0)
+    assert float(row["delta_p"]) == pytest.approx(1 - 2 / math.pi * math.atan(2), abs=1e-9)
+    assert float(row["delta_ci_low"]) == pytest.approx(20 - 127.062, abs=1e-3)
     # uncertainty: H(0.6, 0.4)/ln 2 = 0.970951 and H(0.5, 0.5)/ln 2 = 1 → mean 0.985475
     assert float(row["uncertainty_q"]) == pytest.approx(0.985475, abs=1e-6)
     assert row["significant"] == "False"

@@ -109,6 +109,8 @@ COLUMNS = (
     "r_absdelta_uncertainty",
 )
 SAMPLING_COLUMNS = ("invalid_rate", "pairs_without_delta")
+# The t-test columns in `biasmonkey summarize` are named as the tasks' metrics (delta_t, not t).
+METRIC_NAMES = {"t": "delta_t", "p": "delta_p", "ci_low": "delta_ci_low", "ci_high": "delta_ci_high"}
 UNCERTAINTY_NOTE = {
     "paper": "the authors' choice, TACL Table 4: q for acquiescence and odd/even, q' for response order, "
     "opinion float and allow/forbid; q on perturbation rows",
@@ -133,10 +135,12 @@ def summary_table(
     """The family's table in `biasmonkey summarize`: one row per task in suite order, the
     human-likeness score, and how to read the columns."""
     rows = rows_in_suite_order(records_per_task, uncertainty_side)
-    columns = [*COLUMNS, *(c for c in SAMPLING_COLUMNS if any(c in r for r in rows))]
     score = human_likeness_line(rows)
+    rows = [{METRIC_NAMES.get(k, k): v for k, v in row.items()} for row in rows]
+    columns = [METRIC_NAMES.get(c, c) for c in COLUMNS] + [c for c in SAMPLING_COLUMNS if any(c in r for r in rows)]
     note = (
-        "Δ in percentage points: mean over pairs with its stderr and 95% CI; t and p from a two-sided "
+        "Δ in percentage points: mean over pairs with its stderr and 95% CI (delta_ci_low, delta_ci_high); "
+        "delta_t and delta_p from a two-sided "
         f"one-sample t-test against 0; significant = p < {SIGNIFICANCE}. On bias rows Δ > 0 is the "
         "human-like direction; humans show no change on the perturbation (typo) rows. Uncertainty: "
         "mean normalised entropy of the answers to q and q'; r_absdelta_uncertainty: Pearson correlation of |Δ| "
