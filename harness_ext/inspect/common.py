@@ -4,6 +4,7 @@ options type, `@metric`s made from its metric table, and reading the top log-pro
 from __future__ import annotations
 
 import inspect
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -103,3 +104,25 @@ def first_token_top_logprobs(
             f"use a provider that returns log-probabilities, {alternative}"
         )
     return [(t.token, t.logprob) for t in top]
+
+
+# ---------------------------------------------------------------------------- self-explaining scores
+
+
+def renormalised(logprobs: Sequence[float]) -> list[float]:
+    """Probabilities of the answers from their log-probabilities, renormalised to sum to 1."""
+    top = max(logprobs)
+    weights = [math.exp(lp - top) for lp in logprobs]
+    total = sum(weights)
+    return [w / total for w in weights]
+
+
+def shares_text(labels: Sequence[str], shares: Sequence[float], digits: int = 2) -> str:
+    """ "A 0.61, B 0.39": each label with its probability or share."""
+    return ", ".join(f"{label} {share:.{digits}f}" for label, share in zip(labels, shares))
+
+
+def most_likely(labels: Sequence[str], shares: Sequence[float]) -> str:
+    """The label with the largest share; a tie joins the tied labels with "/"."""
+    best = max(shares)
+    return "/".join(label for label, share in zip(labels, shares) if share == best)

@@ -15,6 +15,7 @@ are the family's metric table, the lm-eval tasks' metrics under the same names.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -22,7 +23,13 @@ from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from biasmonkey.harness_ext.inspect.common import family_metrics, first_token_top_logprobs, register_tasks
+from biasmonkey.harness_ext.inspect.common import (
+    family_metrics,
+    first_token_top_logprobs,
+    register_tasks,
+    renormalised,
+    shares_text,
+)
 from biasmonkey.metrics.top_logprobs import spelling_logprobs
 from biasmonkey.tasks.answer_position import data
 from biasmonkey.tasks.answer_position.codecs import score_value
@@ -74,13 +81,29 @@ def _answer(record: McqRecord) -> str:
     return top[0] if len(top) == 1 else "tie " + "/".join(top)
 
 
+def explained(record: McqRecord) -> tuple[str, str, dict[str, Any]]:
+    """The score's answer (the chosen letter), its explanation and the metadata added to the
+    record's: the letters' probabilities renormalised over A–D."""
+    answer = _answer(record)
+    probabilities = renormalised(record.letters)
+    verdict = "tie" if answer.startswith("tie") else "right" if answer == record.gold else "wrong"
+    explanation = (
+        f"{shares_text(LETTERS, probabilities)} → {answer} (log-sum-exp of ' X'/'X' per letter, renormalised over "
+        f"{LETTERS[0]}–{LETTERS[-1]}); gold {record.gold}: {verdict}"
+    )
+    return answer, explanation, {"probabilities": dict(zip(LETTERS, probabilities))}
+
+
 @scorer(metrics=[], name=FAMILY.scorer)  # metrics are attached by the task (the family's table)
 def answer_position_scorer() -> Scorer:
     """The family's per-question record from the solver's log-probabilities."""
 
     async def score(state: TaskState, target: Target) -> Score:
         record = score_item(state.metadata, state.store.get("logprobs"), state.store.get("n_imputed"))
-        return Score(value=score_value(record), answer=_answer(record), metadata=record.as_dict())
+        answer, explanation, extra = explained(record)
+        return Score(
+            value=score_value(record), answer=answer, explanation=explanation, metadata={**record.as_dict(), **extra}
+        )
 
     return score
 

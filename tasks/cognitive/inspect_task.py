@@ -45,7 +45,7 @@ from biasmonkey.tasks.cognitive.prompts import (
     side_text,
     two_step_prompts,
 )
-from biasmonkey.tasks.cognitive.scoring import score_answers
+from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, score_answers
 from biasmonkey.tasks.contract import reported
 
 EXACT_MODE_UNAVAILABLE = (
@@ -98,13 +98,15 @@ def decisions(protocol: str = "two_step", max_tokens: int | None = None, prompts
         doc = state.metadata
         for side in SIDES:
             test = side_text(doc, side)
+            first_prompt = answer_prompt(test) if protocol == "one_step" else two_step.decision_prompt(test)
+            state.store.set(f"{side}_prompt", first_prompt)
             if protocol == "one_step":
                 config = GenerateConfig(temperature=0.0, max_tokens=max_tokens, stop_seqs=[ONE_STEP_STOP])
-                output = await model.generate(answer_prompt(test), config=config)
+                output = await model.generate(first_prompt, config=config)
                 answer = one_step_answer(output.completion)
             else:
                 config = GenerateConfig(temperature=0.0, max_tokens=max_tokens)
-                decision = await model.generate(two_step.decision_prompt(test), config=config)
+                decision = await model.generate(first_prompt, config=config)
                 state.store.set(f"{side}_decision", decision.completion)
                 extraction = two_step.extraction_prompt(side_options(doc, side), decision.completion)
                 output = await model.generate(extraction, config=config)
@@ -124,6 +126,21 @@ def _option(index: int | None) -> str:
     return "none" if index is None else f"Option {index + 1}"
 
 
+def explained(record: CognitiveRecord) -> str:
+    """The score's explanation: the two chosen options, m with its rule and the random baseline
+    (a failed test: why it has no score)."""
+    if record.failure or record.answer_control is None or record.answer_treatment is None or record.score is None:
+        return record.failure or "no score"
+    d_1, d_2 = abs(record.answer_control - record.x_1), abs(record.answer_treatment - record.x_2)
+    order = "offered in reverse order, " if record.reversed else ""
+    return (
+        f"control {_option(record.answer_control)}, treatment {_option(record.answer_treatment)} "
+        f"({order}original numbering) → m = {record.score:+.3f} = k·(d₁ − d₂)/max(d₁, d₂) with k = {record.k:g}, "
+        f"d₁ = |{record.answer_control} − {record.x_1:g}| = {d_1:g}, d₂ = |{record.answer_treatment} − {record.x_2:g}| "
+        f"= {d_2:g} (zero-based options); random baseline {record.random_baseline:+.3f}"
+    )
+
+
 @scorer(metrics=[], name=FAMILY.scorer)  # metrics are attached by the task (the family's table)
 def cognitive_scorer() -> Scorer:
     """The per-test record from the two answer texts."""
@@ -136,8 +153,9 @@ def cognitive_scorer() -> Scorer:
             value=score_value(record),
             answer=f"control {_option(record.answer_control)}, treatment {_option(record.answer_treatment)} "
             "(original numbering)",
-            explanation=record.failure,
-            metadata=record.as_dict(),
+            explanation=explained(record),
+            # the sample's messages hold the control's first prompt only: both sides' first prompts
+            metadata={**record.as_dict(), "prompts": {side: state.store.get(f"{side}_prompt") for side in SIDES}},
         )
 
     return score

@@ -10,7 +10,8 @@ the scorer builds the family's per-pair record and stores it as `Score.value` (s
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -18,7 +19,14 @@ from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
-from biasmonkey.harness_ext.inspect.common import family_metrics, first_token_top_logprobs, register_tasks
+from biasmonkey.harness_ext.inspect.common import (
+    family_metrics,
+    first_token_top_logprobs,
+    most_likely,
+    register_tasks,
+    shares_text,
+)
+from biasmonkey.metrics.response_bias import delta_rule
 from biasmonkey.metrics.top_logprobs import label_logprobs
 from biasmonkey.tasks.contract import reported
 from biasmonkey.tasks.response_bias.codecs import SIDES, score_value
@@ -26,7 +34,7 @@ from biasmonkey.tasks.response_bias.family import FAMILY, SUITE_TASKS
 from biasmonkey.tasks.response_bias.options import DEFAULT_TOP_LOGPROBS, RunOptions
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.prompts import render_prompt
-from biasmonkey.tasks.response_bias.scoring import sample_counts, score_exact, score_weights
+from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_exact, score_weights
 from biasmonkey.tasks.response_bias.templates import get_template
 
 
@@ -73,6 +81,52 @@ def paired_answers(
     return solve
 
 
+def _positions(targets: Sequence[int]) -> str:
+    return "+".join("abcde"[t] for t in targets)
+
+
+def delta_rule_text(bias: str, setting: str) -> str:
+    """Δ's rule in words: "+100·(q'[a] − q[a])" (letters: the original question's option
+    positions, onto which q''s options are mapped)."""
+    rule = delta_rule(bias, setting)
+    sign = "+" if rule.sign > 0 else "−"
+    return f"{sign}100·(q'[{_positions(rule.treatment_targets)}] − q[{_positions(rule.control_targets)}])"
+
+
+def explained(
+    doc: Mapping[str, Any], record: PairRecord, counts: tuple[Sequence[int], Sequence[int]] | None = None
+) -> tuple[str, str]:
+    """The score's answer (the option letter of q and of q' the model prefers: the most likely
+    one in exact mode, the sampled answers' mode in sample mode) and its explanation (each
+    side's distribution, Δ and its rule). `counts`: sample mode's valid answers per option."""
+    answers, sides = [], []
+    for i, (side, name) in enumerate(zip(SIDES, ("q", "q'"))):
+        letters, dist = doc[f"{side}_letters"], getattr(record, f"p_{side}")
+        if dist is None:
+            answers.append(f"{name}: none")
+            sides.append(f"{name}: no valid answer")
+            continue
+        answers.append(f"{name}: {most_likely(letters, dist)}")
+        shares = shares_text(letters, dist)
+        if counts is not None:
+            shares += f" (of {sum(counts[i])} valid answers)"
+        sides.append(f"{name}: {shares}")
+    rule = delta_rule_text(doc["bias"], doc["setting"])
+    how = "shares of the valid sampled answers" if counts is not None else "option probabilities renormalised"
+    delta = (
+        f"no Δ = {rule} (a side has no valid answer)"
+        if record.delta is None
+        else f"Δ = {record.delta:+.1f} points = {rule}"
+    )
+    explanation = "; ".join(sides) + f" ({how}); {delta}"
+    if counts is not None:
+        explanation += f"; {record.n_invalid:g} of {record.n_answers:g} answers invalid"
+    if list(doc["qp_positions"]) != list(range(len(doc["qp_letters"]))):
+        mapped = ", ".join(f"{x}→{'abcde'[i]}" for x, i in zip(doc["qp_letters"], doc["qp_positions"]))
+        explanation += f"; q' options at q positions {mapped}"
+    return ", ".join(answers), explanation
+
+
 @scorer(metrics=[], name=FAMILY.scorer)  # metrics are attached by the task (the family's table)
 def pair_scorer(virtual_samples: int = 0, virtual_seed: int = 0) -> Scorer:
     """The per-pair record from the paired solver's answers (exact mode: plus virtual_samples
@@ -86,16 +140,20 @@ def pair_scorer(virtual_samples: int = 0, virtual_seed: int = 0) -> Scorer:
             )
             record = score_exact(doc, q_lp, qp_lp, n_imputed=q_imp + qp_imp)
             weights = (record.p_q, record.p_qp)
+            counts = None
         else:
             q_counts, qp_counts, n_answers, n_invalid = sample_counts(
                 doc, *(state.store.get(f"{side}_answers") for side in SIDES)
             )
             record = score_weights(doc, q_counts, qp_counts, n_answers=n_answers, n_invalid=n_invalid)
-            weights = (q_counts, qp_counts)
+            weights = counts = (q_counts, qp_counts)
+        answer, explanation = explained(doc, record, counts)
         return Score(
             value=score_value(record, *weights, virtual_samples=virtual_samples, virtual_seed=virtual_seed),
-            answer=None if record.delta is None else f"{record.delta:.3f}",
-            metadata=record.as_dict(),
+            answer=answer,
+            explanation=explanation,
+            # the sample's messages hold q's prompt only: both prompts, for `inspect view`
+            metadata={**record.as_dict(), "prompts": {"q": state.input_text, "qp": doc["qp_prompt"]}},
         )
 
     return score

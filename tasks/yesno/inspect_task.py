@@ -29,6 +29,7 @@ no-context measurement).
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -41,14 +42,19 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import concurrency
 
-from biasmonkey.harness_ext.inspect.common import family_metrics, first_token_top_logprobs, register_tasks
+from biasmonkey.harness_ext.inspect.common import (
+    family_metrics,
+    first_token_top_logprobs,
+    register_tasks,
+    renormalised,
+)
 from biasmonkey.metrics.top_logprobs import spelling_logprobs
 from biasmonkey.tasks.contract import reported
 from biasmonkey.tasks.yesno import data
 from biasmonkey.tasks.yesno.codecs import score_value
 from biasmonkey.tasks.yesno.family import FAMILY, NAMES, task_name
 from biasmonkey.tasks.yesno.options import DEFAULT_TOP_LOGPROBS, YesNoOptions
-from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, render_prompt
+from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, NO_CONTINUATIONS, YES_CONTINUATIONS, render_prompt
 from biasmonkey.tasks.yesno.scoring import ItemRecord, score_item
 
 logger = logging.getLogger(__name__)
@@ -215,6 +221,30 @@ def _answer(record: ItemRecord) -> str:
     return "Yes" if record.yes > record.no else "No" if record.no > record.yes else "tie"
 
 
+def _spellings(continuations: tuple[str, ...]) -> str:
+    return "/".join(f"'{c}'" for c in continuations)
+
+
+# How the uncorrected decision is read (the explanation's rule).
+DECISION_RULE = (
+    f"log-sum-exp of {_spellings(YES_CONTINUATIONS)} vs {_spellings(NO_CONTINUATIONS)}, renormalised over the two"
+)
+
+
+def explained(record: ItemRecord) -> tuple[str, str, dict[str, Any]]:
+    """The score's answer (the uncorrected decision), its explanation and the metadata added to
+    the record's: P(yes), P(no) renormalised over the two answers and the decision."""
+    decision = _answer(record)
+    p_yes, p_no = renormalised([record.yes, record.no])
+    mass = math.exp(record.yes) + math.exp(record.no)
+    verdict = "tie" if decision == "tie" else "right" if decision == record.gold else "wrong"
+    explanation = (
+        f"P(yes)={p_yes:.3f}, P(no)={p_no:.3f} → {decision} ({DECISION_RULE}; their first-token mass {mass:.2f}); "
+        f"gold {record.gold}: {verdict}. Generic/Specific corrections: see the task metrics"
+    )
+    return decision, explanation, {"p_yes": p_yes, "p_no": p_no, "decision": decision}
+
+
 @scorer(metrics=[], name=FAMILY.scorer)  # metrics are attached by the task (the family's table)
 def yesno_scorer() -> Scorer:
     """The family's per-item record from the solver's log-probabilities."""
@@ -228,10 +258,12 @@ def yesno_scorer() -> Scorer:
             store.get("n_imputed"),
             store.get("n_imputed_null"),
         )
+        answer, explanation, extra = explained(record)
         return Score(
             value=score_value(record),
-            answer=_answer(record),
-            metadata={**record.as_dict(), "null_prompt": store.get("null_prompt")},
+            answer=answer,
+            explanation=explanation,
+            metadata={**record.as_dict(), "null_prompt": store.get("null_prompt"), **extra},
         )
 
     return score
