@@ -6,7 +6,13 @@ Exact mode in token-id mode (the backend's default `token_id_logprobs=true`: vLL
 log-probability of every answer spelling by token id): one request per distinct prompt, nothing
 imputed, every option probability and metric as hf's within 1e-4 (both run float32; different
 kernels). The cognitive tasks' exact mode is refused by the backend before any request (multi-token
-labels); their generate mode is compared with hf's greedy answers.
+labels); their generate mode is compared with hf's greedy answers. The answer-position family's
+eight spellings per question are read from one request per question.
+
+Sample mode: 200 seeded one-token draws at temperature 1, asked for with `n`, against the server's
+own next-token distribution (chi-square); the paper's Δ from samples (acquiescence, 10 pairs, 50
+draws per prompt) holds exact mode's Δ within its 95% interval. The server runs without chunked
+prefill: vLLM 0.32's CPU build kills its engine when a seeded request's prompt is split over steps.
 
 The server starts once for this module (about 2.5 minutes on 2 cores, bounded by
 tests/vllm_server.py's wait). Without .venv-vllm the tests skip, unless BIASMONKEY_REQUIRE_ALL=1
@@ -17,6 +23,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,11 +31,12 @@ from typing import Any
 import pytest
 from conftest import require_prerequisite
 from lm_eval import simple_evaluate
+from lm_eval.api.instance import Instance
 from lm_eval.tasks import TaskManager
 from vllm_server import SERVED_NAME, vllm_server
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
-from biasmonkey.harness_ext.lm_eval.backends.served import ServedLM
+from biasmonkey.harness_ext.lm_eval.backends.served import MAX_N, ServedLM
 from biasmonkey.metrics.top_logprobs import logged_logprob
 
 REPO = Path(__file__).resolve().parent.parent
@@ -45,7 +53,18 @@ CASES = {
         {"mode": "exact"},
         3,
     ),
+    # eight spellings per question (" A", "A", … " D", "D") after one context
+    "answer_position": (["biasmonkey_answer_position_abstract_algebra"], {}, 3),
 }
+# sampled draws of one next token (temperature 1) against the model's own distribution
+PROMPT = "Pick a random letter from A, B, C or D.\nThe letter I pick is"
+SAMPLED = {"do_sample": True, "temperature": 1.0, "max_gen_toks": 1, "until": []}
+N_DRAWS = 200
+# the paper's Δ from samples against exact mode
+DELTA_TASK = "biasmonkey_acquiescence"
+DELTA_PAIRS = 10
+N_SAMPLES = 50
+SEED = 1234
 
 
 @functools.cache
@@ -62,7 +81,9 @@ def smollm2() -> Path:
 def server() -> Iterator[str]:
     require_prerequisite("vllm")
     require_prerequisite("smollm2")
-    with vllm_server(smollm2(), "--enable-prefix-caching") as url:
+    # vLLM 0.32's CPU build kills its engine when a seeded request's prefill is split over steps
+    # ("CPU Generator does not use offset"): with chunked prefill off no prompt is split
+    with vllm_server(smollm2(), "--enable-prefix-caching", "--no-enable-chunked-prefill") as url:
         yield url
 
 
@@ -76,9 +97,14 @@ def served_lm(url: str) -> ServedLM:
     return ServedLM(base_url=url, model=SERVED_NAME, tokenizer=str(smollm2()), num_concurrent=4)
 
 
-def evaluate(lm: Any, tasks: list[str], metadata: dict[str, Any], limit: int) -> dict:
+def evaluate(lm: Any, tasks: list[str], metadata: dict[str, Any], limit: int, **kwargs: Any) -> dict:
     manager = TaskManager(include_path=str(REPO / "tasks"), metadata=metadata)
-    return simple_evaluate(model=lm, tasks=tasks, task_manager=manager, limit=limit, log_samples=True)
+    return simple_evaluate(model=lm, tasks=tasks, task_manager=manager, limit=limit, log_samples=True, **kwargs)
+
+
+def metric(task_results: dict, name: str) -> float:
+    (value,) = [v for k, v in task_results.items() if k.split(",")[0] == name]
+    return float(value)
 
 
 def samples(results: dict, task: str) -> list[dict]:
@@ -176,3 +202,65 @@ def test_cognitive_exact_is_refused_and_generate_matches_hf(
     texts = [s["filtered_resps"] for s in samples(served, tasks[0])]
     assert texts == [s["filtered_resps"] for s in samples(reference, tasks[0])]
     assert all(text.strip() for doc in texts for text in doc)
+
+
+def test_sampled_draws_follow_the_models_next_token_distribution(server: str) -> None:
+    """N seeded draws of one token at temperature 1 through `generate_until`, asked for with the
+    OpenAI `n`, against the server's own log-probabilities of that token (chi-square goodness of
+    fit, tokens expected fewer than 5 times pooled); and not one answer copied N times."""
+    import httpx
+    from scipy.stats import chisquare
+
+    lm = served_lm(server)
+    tokenizer = lm.tokenizer
+    body = {"model": SERVED_NAME, "prompt": PROMPT, "max_tokens": 1, "temperature": 0, "logprobs": 20}
+    body |= {"return_tokens_as_token_ids": True, "logit_bias": lm.stop_bias}
+    top = httpx.post(f"{server}/completions", json=body, timeout=120).json()["choices"][0]["logprobs"]
+    expected: dict[str, float] = {}  # by the text a draw of the token reads as (special tokens: "")
+    for key, logprob in top["top_logprobs"][0].items():
+        token = int(key.removeprefix("token_id:"))
+        special = token in tokenizer.all_special_ids
+        text = "" if special else tokenizer.convert_tokens_to_string(tokenizer.convert_ids_to_tokens([token]))
+        expected[text] = expected.get(text, 0.0) + math.exp(logprob)
+
+    requests = [Instance("generate_until", {}, (PROMPT, {**SAMPLED, "seed": SEED}), i) for i in range(N_DRAWS)]
+    draws = lm.generate_until(requests, disable_tqdm=True)
+    assert lm.sample_n and lm.draws == N_DRAWS
+    assert lm.requests_sent == math.ceil(N_DRAWS / MAX_N)  # vLLM answers `n` choices per request
+    assert lm.generate_until(requests, disable_tqdm=True) == draws  # seed + i: the same draws again
+    assert len(set(draws)) > 5
+
+    kept = [text for text, p in expected.items() if p * N_DRAWS >= 5]
+    observed = Counter(text if text in kept else "<other>" for text in draws)
+    f_obs = [observed[text] for text in kept] + [observed["<other>"]]
+    f_exp = [expected[text] * N_DRAWS for text in kept] + [(1 - sum(expected[t] for t in kept)) * N_DRAWS]
+    p = chisquare(f_obs, f_exp).pvalue
+    print(dict(zip([*kept, "<other>"], zip(f_obs, [round(e, 1) for e in f_exp], strict=True))), f"p = {p:.3g}")
+    assert len(kept) >= 4 and f_exp[-1] >= 5
+    assert p > 0.001
+
+
+def test_sampled_delta_agrees_with_exact_mode(server: str, data_dir: Path) -> None:
+    """The paper's protocol (sample mode: N one-token answers at temperature 1 per prompt, asked for
+    with `n`, seeded through lm-eval's gen_kwargs) gives a Δ whose 95% interval holds exact mode's Δ."""
+    exact_lm, sample_lm = served_lm(server), served_lm(server)
+    exact = evaluate(exact_lm, [DELTA_TASK], {"mode": "exact"}, DELTA_PAIRS)["results"][DELTA_TASK]
+    metadata = {"mode": "sample", "n_samples": N_SAMPLES}
+    run = evaluate(sample_lm, [DELTA_TASK], metadata, DELTA_PAIRS, gen_kwargs={"seed": SEED})
+    sampled = run["results"][DELTA_TASK]
+
+    prompts = len(distinct_contexts(run))
+    assert prompts == 2 * DELTA_PAIRS  # q and q' of each pair
+    assert sample_lm.sample_n and sample_lm.requests_sent == prompts and sample_lm.draws == prompts * N_SAMPLES
+    assert {a[1].get("seed") for s in samples(run, DELTA_TASK) for a in s["arguments"]} == {SEED}
+    assert exact_lm.imputed == 0
+
+    delta = metric(exact, "delta")
+    low, high = metric(sampled, "delta_ci_low"), metric(sampled, "delta_ci_high")
+    print(
+        f"exact Δ {delta:.2f} ({metric(exact, 'n_pairs'):g} pairs); sampled Δ {metric(sampled, 'delta'):.2f}, "
+        f"95% CI [{low:.2f}, {high:.2f}] ({metric(sampled, 'n_pairs'):g} pairs, "
+        f"invalid {metric(sampled, 'invalid_rate'):.3f})"
+    )
+    assert metric(sampled, "n_pairs") >= DELTA_PAIRS // 2
+    assert low <= delta <= high
