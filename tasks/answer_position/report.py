@@ -67,7 +67,7 @@ def _relative(base: float, corrected: float) -> float:
 
 def baseline_table(prompt: str, root: Any = None) -> pd.DataFrame:
     """The authors' 16 models on one prompt type (means over the subjects of their per-subject
-    results; `tests/test_answer_position_baselines.py` checks them against their summaries)."""
+    results; `tests/answer_position/test_answer_position_baselines.py` checks them against their summaries)."""
     per_subject = baselines.subject_results(prompt, root)
     means = per_subject.groupby(["family", "model"], sort=False)[list(baselines.METRICS)].mean().reset_index()
     means["subjects"] = per_subject.groupby(["family", "model"], sort=False).size().to_numpy()

@@ -15,7 +15,7 @@ perturbations of a bias share (their q′ is q with typos).
 
 Rescoring the released samples with these sides gives Table 4's r within 0.05 for all 45
 model × bias cells, to the third decimal for Solar (llama2-70b-ift), and closer than the other
-side in every cell (`tests/test_uncertainty.py`); the small gaps come from the authors computing
+side in every cell (`tests/response_bias/test_uncertainty.py`); the small gaps come from the authors computing
 entropies from their pickled answers, which are not released as text.
 """
 

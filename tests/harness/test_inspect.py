@@ -31,7 +31,7 @@ from biasmonkey.tasks.response_bias.inspect_task import TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions
 
 pytestmark = pytest.mark.usefixtures("data_dir")
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 Top = list[tuple[str, float]]  # (token, probability)
 
 

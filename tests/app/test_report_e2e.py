@@ -21,7 +21,7 @@ from tiny_model import build_tiny_model
 from biasmonkey.harness_ext.app.cli import main
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 RB_TASKS = ["acquiescence", "acquiescence_key_typo", "odd_even"]
 LIMIT = 6
 

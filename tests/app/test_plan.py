@@ -15,7 +15,7 @@ from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 
-COGNITIVE_TESTS = Path(__file__).parent / "fixtures" / "cognitive" / "tests.csv"
+COGNITIVE_TESTS = Path(__file__).parent.parent / "fixtures" / "cognitive" / "tests.csv"
 
 
 def plan(capsys: pytest.CaptureFixture, *argv: str) -> dict:
@@ -160,7 +160,7 @@ def test_plan_loads_no_model_weights(
 
 
 def test_suites_name_the_groups_and_tags_of_the_task_files() -> None:
-    tasks = Path(__file__).resolve().parent.parent / "tasks"
+    tasks = Path(__file__).resolve().parents[2] / "tasks"
     for family in FAMILIES.values():
         text = "".join(p.read_text() for p in (tasks / family.name).glob("*.yaml"))
         # the suite is a group file of the family, or a tag its task files carry

@@ -28,7 +28,7 @@ from biasmonkey.tasks.cognitive.prompts import (
 )
 from biasmonkey.tasks.cognitive.scoring import score_answers
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cognitive" / "tests.csv"
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "cognitive" / "tests.csv"
 
 
 @pytest.fixture(autouse=True)

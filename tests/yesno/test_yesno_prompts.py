@@ -5,7 +5,7 @@ AUTHORS_* below are the two prefixes per set of the authors' `dataset_prompts.py
 instruction with two examples, used for `fewshot`; `prompt_cond2`, the instruction alone, for
 `instronly`), copied character for character. Their `logprobs_yesno.py` scores
 `prefix + query + "\\nResponse:" + answer` (zero-shot: `query + answer`). MMLU's prompts:
-tests/test_answer_position_data.py.
+tests/answer_position/test_answer_position_data.py.
 EWoK text is never written here: its tests build the expected text from the loaded item.
 """
 

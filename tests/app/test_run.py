@@ -17,7 +17,7 @@ from biasmonkey.harness_ext.app.cli import build_parser, main
 from biasmonkey.harness_ext.app.run import cache_path, lm_eval_command
 from biasmonkey.tasks.families import FAMILIES
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def command(*argv: str) -> list[str]:

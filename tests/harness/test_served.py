@@ -35,7 +35,7 @@ from biasmonkey.harness_ext.lm_eval.backends.served import ServedLM, ServerError
 from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.metrics.top_logprobs import ImputedLogprob, logged_logprob
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 # Exact-mode option probabilities, llama.cpp (Q4_1 weights, quantised activations) vs lm-eval hf on
 # the same weights de-quantised to float32: measured at most 0.069 on SmolLM2; allowed 0.1.

@@ -25,7 +25,7 @@ from biasmonkey.tasks.response_bias.options import RunOptions
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.response_bias.survey_questions import SurveyQuestion, survey_questions
 
-FIXTURES = Path(__file__).parent / "fixtures" / "representativeness"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "representativeness"
 
 
 def test_w1_score_by_hand() -> None:

@@ -39,7 +39,7 @@ from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 from biasmonkey.harness_ext.lm_eval.backends.served import MAX_N, ServedLM
 from biasmonkey.metrics.top_logprobs import logged_logprob
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 TOLERANCE = 1e-4  # option probabilities and metrics, vLLM vs hf (both float32)
 

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:

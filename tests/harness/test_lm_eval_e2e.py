@@ -18,7 +18,7 @@ from biasmonkey.metrics import BIASES, PERTURBATIONS, summarize_deltas
 from biasmonkey.tasks.families import RESPONSE_BIAS
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ALL_TASKS = [f"biasmonkey_{b}" for b in BIASES] + [f"biasmonkey_{b}_{p}" for b in BIASES for p in PERTURBATIONS]
 EXACT_METRICS = {
     "delta",

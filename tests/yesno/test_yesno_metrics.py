@@ -245,7 +245,7 @@ def test_summary_rejects_bad_input() -> None:
 
 # ------------------------------------------------------------------------------ instruction tuning
 
-FIXTURES = Path(__file__).parent / "fixtures" / "yesno"
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "yesno"
 
 
 def _fixture_rows(name: str) -> list[dict[str, str]]:

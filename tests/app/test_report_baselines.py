@@ -29,7 +29,7 @@ from biasmonkey.tasks.response_bias.published_samples import (
 from biasmonkey.tasks.response_bias.released_samples import expected_files, score_sample_dir
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
-CODED = Path(__file__).parent / "fixtures" / "report" / "coded.csv"
+CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
 
 
 # ---------------------------------------------------------------------------- the data files

@@ -34,7 +34,7 @@ from biasmonkey.tasks.cognitive.generation.generate import (
 from biasmonkey.tasks.cognitive.generation.template import TemplateError, load_template, load_templates
 from biasmonkey.tasks.fetch import DataError
 
-FIXTURE = Path(__file__).parent / "fixtures" / "generation" / "anchoring.yml"
+FIXTURE = Path(__file__).parent.parent / "fixtures" / "generation" / "anchoring.yml"
 TASK = "describe a task of allocating one resource to one purpose. Do not include any numbers."
 GOOD = {"a/an": "an", "type": "IT", "organization": "a bank", TASK: "split the cloud budget for backups"}
 SCENARIOS = ["An IT manager at a bank planning backups.", "A buyer at a grocer planning stock."]

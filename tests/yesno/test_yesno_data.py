@@ -133,7 +133,7 @@ def test_real_babi(data_dir: Path) -> None:
 @pytest.mark.requires("shared_data")
 def test_reference_results_fit_our_items(data_dir: Path) -> None:
     """The authors' per-model yes-no results count our items: every plain bias and accuracy is a
-    multiple of 1/N for our N per set or EWoK domain (MMLU: tests/test_answer_position_data.py)."""
+    multiple of 1/N for our N per set or EWoK domain (MMLU: tests/answer_position/test_answer_position_data.py)."""
     ref = data_dir / "yesno" / "reference" / "summary_jsons"
     sizes = {"comps": 2100, "arith": 1200, "babi": 1200, **EWOK_ROWS}
 
@@ -158,7 +158,10 @@ def test_authors_folds_on_our_items(data_dir: Path) -> None:
     file (tests/fixtures/yesno) are ours, and the COMPS, Arith and bAbI folds are scikit-learn's
     StratifiedKFold(5, shuffle=True, random_state=42) on the 'Correct Answer' column."""
     fixture = (
-        Path(__file__).parent / "fixtures" / "yesno" / "authors_items_zeroshot_ewok_physical_dynamics_qwen1.5-7b.csv"
+        Path(__file__).parent.parent
+        / "fixtures"
+        / "yesno"
+        / "authors_items_zeroshot_ewok_physical_dynamics_qwen1.5-7b.csv"
     )
     authors = pd.read_csv(fixture, comment="#")
     assert [i.gold for i in load_items("ewok", "physical_dynamics")] == authors["Correct Answer"].tolist()

@@ -30,7 +30,7 @@ from biasmonkey.harness_ext.app.report.hub import (
 from biasmonkey.harness_ext.app.report.leaderboard import write_leaderboard
 from biasmonkey.tasks.families import FAMILIES
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 LM_TASKS = [
     "biasmonkey_acquiescence",
     "biasmonkey_acquiescence_key_typo",

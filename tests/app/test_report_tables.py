@@ -28,7 +28,7 @@ from biasmonkey.tasks.cognitive import report as cognitive_report
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.yesno import report as yesno_report
 
-CODED = Path(__file__).parent / "fixtures" / "report" / "coded.csv"
+CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
 
 
 def pair(key: str, bias: str, setting: str, delta: float | None, u_q: float = 0.5, u_qp: float = 0.5) -> PairRecord:
