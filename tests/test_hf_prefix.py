@@ -2,14 +2,18 @@
 
 Both backends run the same tasks of each suite on the same model: per-request log-likelihoods
 agree to 1e-4 and is_greedy exactly, so do the per-document records and the reported results;
-biasmonkey-hf runs one prefix sequence per distinct prompt (counted with a forward hook).
+biasmonkey-hf runs each node of the prompts' prefix tree through the model once (its counters,
+checked against `trie_token_count` and a forward hook).
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import json
+import logging
 import math
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -22,7 +26,8 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import ContinuationTrie, PrefixReuseHFLM
+from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM, cache_argument
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, plan_rows, trie_token_count
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import family_of
 
@@ -32,8 +37,13 @@ TOLERANCE = 1e-4
 
 # suite -> (tasks, run metadata, documents per task)
 SUITES: dict[str, tuple[list[str], dict[str, Any], int]] = {
-    "response_bias": (["biasmonkey_odd_even", "biasmonkey_response_order"], {"mode": "exact"}, 3),
+    "response_bias": (
+        ["biasmonkey_acquiescence", "biasmonkey_odd_even", "biasmonkey_response_order"],
+        {"mode": "exact"},
+        3,
+    ),
     "yesno": (["biasmonkey_yesno_comps"], {}, 4),
+    "yesno_fewshot": (["biasmonkey_yesno_comps_fewshot"], {}, 4),
     "cognitive": (
         # 11 options (anchoring, hindsight bias) and 7 (information bias)
         [
@@ -48,19 +58,17 @@ SUITES: dict[str, tuple[list[str], dict[str, Any], int]] = {
 
 
 class RowCounter:
-    """Counts batch rows through the model's forward: prefix rows (no cached keys/values) and
-    rows run over a cache."""
+    """Counts the model's forward calls, their batch rows, and the cache argument names used."""
 
     def __init__(self, model: torch.nn.Module):
-        self.prefix = self.cached = 0
+        self.calls = self.rows = 0
+        self.cache_names: set[str] = set()
         self.handle = model.register_forward_pre_hook(self._hook, with_kwargs=True)
 
     def _hook(self, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
-        rows = int((args[0] if args else kwargs["input_ids"]).shape[0])
-        if kwargs.get("past_key_values") is None:
-            self.prefix += rows
-        else:
-            self.cached += rows
+        self.calls += 1
+        self.rows += int((args[0] if args else kwargs["input_ids"]).shape[0])
+        self.cache_names |= {name for name in ("cache", "past_key_values") if kwargs.get(name) is not None}
 
 
 @functools.cache
@@ -157,25 +165,27 @@ def test_same_loglikelihoods_records_and_results(suite_runs) -> None:
     assert_same_runs(stock, prefix)
 
 
-def test_one_prefix_sequence_per_distinct_prompt(suite_runs) -> None:
+def test_each_prefix_tree_token_computed_once(suite_runs) -> None:
     suite, stock, prefix, stock_rows, prefix_rows, lm, received = suite_runs
-    contexts = distinct_contexts(prefix)
-    assert len({tuple(ctx) for _, ctx, _ in received}) == len(contexts)
-    assert prefix_rows.prefix == lm.prefix_sequences == len(contexts)
-    # a second pass (one trie row) only for contexts with a continuation of several tokens
-    deeper = {tuple(ctx) for _, ctx, cont in received if len(cont) > 1}
-    assert prefix_rows.cached == lm.continuation_rows == len(deeper)
+    contexts = {tuple(ctx) for _, ctx, _ in received}
+    assert len(contexts) == len(distinct_contexts(prefix)) == lm.distinct_contexts
+    assert lm.context_tokens == sum(map(len, contexts))
+    assert lm.computed_tokens == lm.trie_tokens == trie_token_count(contexts)
+    assert lm.computed_tokens / lm.trie_tokens <= 1.1
+    # continuation tokens beyond the contexts: the distinct inputs of the multi-token continuations
+    extra = PromptTrie()
+    for _, ctx, cont in received:
+        extra.insert(ctx + cont[:-1])
+    assert lm.continuation_tokens == len(extra) - lm.trie_tokens
     assert lm.fallback_requests == 0
+    assert prefix_rows.calls == lm.forward_passes and prefix_rows.rows == lm.rows
+    assert prefix_rows.cache_names <= {cache_argument(lm.model)}
     if suite == "cognitive":
-        # a test = a control and a treatment prompt, each with multi-token labels "Option N:"
-        n_docs = sum(len(s) for s in prefix["samples"].values())
-        assert len(contexts) == len(deeper) == 2 * n_docs
-        assert stock_rows.prefix == len(received)  # stock: one sequence per label
-    if suite == "response_bias":
-        assert not deeper  # one-token letters
-        assert stock_rows.prefix == len(contexts)  # stock's logits cache already manages this
-    if suite == "yesno":
-        assert "" in contexts  # the no-context requests: the prefix token alone, run once
+        assert stock_rows.rows == len(received)  # stock: one sequence per label
+    if suite in ("yesno", "yesno_fewshot"):
+        assert "" in distinct_contexts(prefix)  # the no-context requests: the prefix token alone
+    if suite == "yesno_fewshot":
+        assert lm.context_tokens > 2 * lm.trie_tokens  # the shared examples, computed once
 
 
 def test_launcher_runs_biasmonkey_hf(tiny_model: Path, tiny_lms, tmp_path: Path) -> None:
@@ -248,18 +258,134 @@ def test_synthetic_requests_match_stock_and_feed_the_cache_hook(tiny_lms) -> Non
     assert [g for _, g in answers] == [g for _, g in expected]
     assert any(g for _, g in expected[::7])  # the greedy continuations are greedy
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
-    assert lm.prefix_sequences == 4 and lm.continuation_rows == 4
+    assert lm.distinct_contexts == 4 and lm.computed_tokens == lm.trie_tokens == 1 + 5 + 12 + 30  # no shared prefix
     assert sorted((req, res) for _, req, res in stored) == sorted(zip([r[0] for r in requests], answers))
     assert {attr for attr, _, _ in stored} == {"loglikelihood"}
 
 
-def test_continuation_trie_shares_prefixes() -> None:
-    labels = [(1, 2, 3, 9), (1, 2, 4, 9), (1, 2, 3, 5, 9), (7,)]
-    trie = ContinuationTrie.of(labels)
-    assert trie.tokens == [1, 2, 3, 4, 5]  # inputs: "1", "2" shared; the last tokens are never inputs
-    assert trie.positions((1, 2, 3, 5, 9)) == [0, 1, 2, 3, 5]
-    assert trie.path(4) == [4, 2, 1, 0]
-    assert trie.positions((7,)) == [0]
+def tree_requests(seed: int = 0) -> list[tuple]:
+    """Contexts branching at many depths off a shared head (a comb), with variants, and one- and
+    multi-token continuations sharing prefixes."""
+    rng = random.Random(seed)
+    head = [rng.randrange(10, 400) for _ in range(30)]
+    requests = []
+    for _ in range(25):
+        middle = head[: rng.randrange(0, 31)] + [rng.randrange(10, 400) for _ in range(rng.randrange(0, 25))]
+        for _ in range(rng.randrange(1, 4)):
+            context = middle + [rng.randrange(10, 400) for _ in range(rng.randrange(1, 6))]
+            for cont in ([5], [6], [7, 8, 9], [7, 8, 10], [7, 11]):
+                requests.append(((str(context), str(cont)), context, cont))
+    return requests
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"row_tokens": 16, "prefix_cache_tokens": 0},  # deep anchors, one kept path at a time
+        {"row_tokens": 8, "prefix_cache_tokens": 40},
+        {"row_tokens": 2},  # every other node an anchor
+        {},
+        {"prefix_sharing": False},  # one pass per context; multi-token continuations to stock
+    ],
+    ids=["rows16-nocache", "rows8-cache40", "rows2", "defaults", "no-sharing"],
+)
+def test_tree_requests_match_stock_under_any_settings(tiny_lms, settings: dict) -> None:
+    stock_lm, _ = tiny_lms
+    lm = PrefixReuseHFLM(pretrained=stock_lm.model, tokenizer=stock_lm.tokenizer, batch_size=4, **settings)
+    requests = tree_requests()
+    expected = stock_lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    assert [g for _, g in answers] == [g for _, g in expected]
+    assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
+    contexts = {tuple(ctx) for _, ctx, _ in requests}
+    assert lm.trie_tokens == trie_token_count(contexts) < lm.context_tokens
+    if settings.get("prefix_sharing", True):
+        assert lm.computed_tokens == lm.trie_tokens and lm.fallback_requests == 0
+        # beyond the limit: one batch's kept spines (4 rows), and the path of the deepest row
+        limit = settings.get("prefix_cache_tokens", 16384) + 4 * settings.get("row_tokens", 256)
+        assert lm.peak_cached_tokens <= limit + max(map(len, contexts))
+        # each forward pads by at most 10% of its real positions, or to at most row_tokens positions
+        real = lm.computed_tokens + lm.continuation_tokens
+        assert lm.padding_tokens <= 0.1 * real + lm.row_tokens * lm.forward_passes
+    else:
+        assert lm.computed_tokens == lm.context_tokens and lm.fallback_requests == 3 * len(contexts)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_matches_stock_on_cuda(tiny_model: Path) -> None:
+    args = {"pretrained": str(tiny_model), "device": "cuda", "batch_size": 4, "dtype": "float32"}
+    stock_lm, lm = HFLM(**args), PrefixReuseHFLM(**args, row_tokens=16)
+    requests = tree_requests(1)
+    expected = stock_lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    assert lm.computed_tokens == lm.trie_tokens and lm.fallback_requests == 0
+    assert [g for _, g in answers] == [g for _, g in expected]
+    assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
+
+
+def test_cache_goes_by_the_current_name(tiny_lms, caplog: pytest.LogCaptureFixture) -> None:
+    """`cache=` where the model's forward takes it (transformers >= 5.24): no deprecation warning."""
+    stock_lm, _ = tiny_lms
+    lm = PrefixReuseHFLM(pretrained=stock_lm.model, tokenizer=stock_lm.tokenizer, batch_size=4, row_tokens=8)
+    expected = "cache" if "cache" in inspect.signature(lm.model.forward).parameters else "past_key_values"
+    assert cache_argument(lm.model) == expected
+    counter = RowCounter(lm.model)
+    try:
+        with caplog.at_level(logging.WARNING):
+            lm._loglikelihood_tokens(tree_requests(2)[:40], disable_tqdm=True)
+    finally:
+        counter.handle.remove()
+    assert counter.cache_names == {expected}
+    assert not [r for r in caplog.records if "deprecated" in r.getMessage()]
+
+
+def test_counters_are_logged(tiny_lms, caplog: pytest.LogCaptureFixture) -> None:
+    _, lm = tiny_lms
+    lm.reset_counters()
+    with caplog.at_level(logging.INFO, logger="biasmonkey.harness_ext.lm_eval.backends.hf_prefix"):
+        lm._loglikelihood_tokens(tree_requests(3)[:20], disable_tqdm=True)
+    (line,) = [r.getMessage() for r in caplog.records if r.getMessage().startswith("biasmonkey-hf:")]
+    assert f"{lm.trie_tokens} trie tokens, {lm.computed_tokens} computed (1.000 x trie)" in line
+
+
+def test_trie_token_count() -> None:
+    assert trie_token_count([]) == 0
+    assert trie_token_count([[1, 2, 3], [1, 2, 4], [1, 2, 3], [5], [1, 2]]) == 5
+    assert trie_token_count([(1, 2, 3, 4), (1, 2, 3, 4, 5)]) == 5
+
+
+@pytest.mark.parametrize("row_tokens", [1, 3, 8, 64])
+def test_rows_cover_the_tree_once_with_valid_masks(row_tokens: int) -> None:
+    trie = PromptTrie()
+    for _, context, cont in tree_requests(4):
+        trie.insert(context + cont[:-1])
+    rows = plan_rows(trie, row_tokens)
+    assert sorted(n for row in rows for n in row.nodes) == list(range(len(trie)))
+    done = {ROOT}  # anchors available: ROOT and the nodes of kept spines, in the order the rows run
+    pending = list(rows)
+    while pending:
+        runnable = [row for row in pending if row.anchor in done]
+        assert runnable  # no row waits for an anchor that no row keeps
+        for row in runnable:
+            assert len(row.nodes) <= row_tokens
+            for i, node in enumerate(row.nodes):
+                # in-row ancestors are exactly the row nodes j <= i with i < end[j]
+                ancestors, n = set(), trie.parent[node]
+                while n != ROOT:
+                    ancestors.add(n)
+                    n = trie.parent[n]
+                in_row = {row.nodes[j] for j in range(i) if i < row.ends[j]}
+                assert in_row == ancestors & set(row.nodes)
+                # the others are the anchor's path
+                outside, n = ancestors - in_row, row.anchor
+                path = set()
+                while n != ROOT:
+                    path.add(n)
+                    n = trie.parent[n]
+                assert outside == path
+            for spine in row.spines:
+                done |= {row.nodes[i] for i in spine}
+            pending.remove(row)
 
 
 def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
@@ -274,7 +400,7 @@ def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
     ]
     expected = stock_lm._loglikelihood_tokens(requests, disable_tqdm=True)
     answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
-    assert lm.fallback_requests == 2 and lm.prefix_sequences == 2
+    assert lm.fallback_requests == 2 and lm.distinct_contexts == 2
     assert [g for _, g in answers] == [g for _, g in expected]
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
 
@@ -300,4 +426,5 @@ def test_smollm2_matches_stock_hf_on_every_suite(data_dir: Path) -> None:
         prefix, _ = evaluate(lm, suite)
         stock, _ = evaluate(stock_lm, suite)
         assert_same_runs(stock, prefix)
-        assert lm.prefix_sequences == len(distinct_contexts(prefix))
+        assert lm.distinct_contexts == len(distinct_contexts(prefix))
+        assert lm.computed_tokens == lm.trie_tokens < lm.context_tokens

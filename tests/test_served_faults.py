@@ -172,26 +172,40 @@ def test_generations_are_cached_at_once(tiny_model: Path, tmp_path: Path) -> Non
         assert len(server.posts) == 4 and not answered & set(server.answered_prompts)
 
 
-def test_biasmonkey_hf_caches_each_batch_before_a_later_one_fails(tiny_model: Path, tmp_path: Path) -> None:
-    """Batch 2 of 3 fails: batch 1's answers are on disk, batch 2's and 3's are not."""
+@pytest.mark.parametrize("sharing", [True, False], ids=["prefix-tree", "one-pass-per-context"])
+def test_biasmonkey_hf_caches_each_batch_before_a_later_one_fails(
+    tiny_model: Path, tmp_path: Path, sharing: bool
+) -> None:
+    """Forward pass 2 of 3 fails: pass 1's answers are on disk, pass 2's and 3's are not."""
     from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 
-    lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32")
-    contexts = [" ".join(["Do you agree?"] * n) + " Answer:" for n in range(1, 7)]  # longest first: 6, 5, …
+    # Six contexts, longest first, sharing no first token, of similar lengths: with rows as long
+    # as the longest (each holds one context) and batch_size=2, each pass runs two of them.
+    names = ("Anna", "Ben", "Carl", "Dora", "Emil", "Fay")
+    question = " ".join(["Do you agree?"] * 6)
+    contexts = [f"{name} asks: {question}" + " please" * (6 - n) + " Answer:" for n, name in enumerate(names)]
+    lm = PrefixReuseHFLM(
+        pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32", prefix_sharing=sharing
+    )
+    tokens = [lm.tok_encode(c) for c in contexts]
+    assert len({t[0] for t in tokens}) == 6 and sorted(map(len, tokens), reverse=True) == list(map(len, tokens))
+    lm.row_tokens = len(tokens[0])
+    assert 3 * len(tokens[-1]) > 2 * lm.row_tokens  # two rows at most per pass
     requests = [Instance("loglikelihood", {}, (c, a), 0) for c in contexts for a in LETTERS]
-    score, batches = lm._score_batch, []
 
-    def fail_second(*args: Any) -> Any:
-        batches.append(args[0])
-        if len(batches) == 2:
+    passes = []
+
+    def fail_second(module: Any, args: tuple, kwargs: dict) -> None:
+        passes.append(kwargs["input_ids"].shape[0])
+        if len(passes) == 2:
             raise RuntimeError("out of memory (injected)")
-        return score(*args)
 
-    lm._score_batch = fail_second  # type: ignore[method-assign]
+    lm.model.register_forward_pre_hook(fail_second, with_kwargs=True)
     db = tmp_path / "cache.db"
     with pytest.raises(RuntimeError, match="injected"):
         CachingLM(lm, str(db)).loglikelihood(requests)
-    assert set(db_entries(db)) == keys_of(requests, set(contexts[-2:]))
+    assert passes == [2, 2]
+    assert set(db_entries(db)) == keys_of(requests, set(contexts[:2]))
 
 
 # ---------------------------------------------------------------------------- bounded waits

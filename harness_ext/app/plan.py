@@ -6,19 +6,23 @@ own `loglikelihood` on an `HFLM` that holds only the model's tokenizer, no weigh
 
 - documents: pairs, yes-no questions or cognitive-bias tests;
 - harness requests: what the harness hands to the model (generation repeats counted);
-- distinct prompts: distinct contexts;
+- distinct prompts: distinct contexts; their prompt tokens, and their trie tokens (the distinct
+  prefixes: what a backend that computes each shared prefix once must compute);
 - model sequences and prompt tokens per backend, where a prompt token is a token the model must
   process (generated tokens are not counted):
 
   - `hf` (lm-eval's own): one sequence per distinct context + all-but-last continuation tokens (its
     logits cache groups requests so), of that many tokens;
-  - `biasmonkey-hf`: one sequence per distinct context, of the context's tokens, plus the
-    continuation tokens of multi-token labels (scored over the cached context, shared prefixes once);
+  - `biasmonkey-hf`: every distinct prefix once: the prefix-tree (trie) tokens of all requests'
+    context + all-but-last continuation tokens (one sequence per distinct context is counted);
   - `vllm` (also `sglang`, `local-completions`): one full sequence per log-likelihood request, of
     context + continuation minus the last token (prompt log-probabilities are requested, so the
     prefix cache is not used);
   - `biasmonkey-server`: one request per distinct context, of the context's tokens; it refuses
     multi-token continuations (the cognitive tasks' exact mode), whose cost is then "–";
+  - `server-prefix-cache`: the same requests to a server whose prefix cache is on (vLLM
+    `--enable-prefix-caching`): at best the trie tokens of the distinct contexts (vLLM reuses whole
+    blocks of `--block-size` tokens, so it computes somewhat more);
   - `inspect`: one request per side of a document (its own prompt; yes-no adds one no-context
     request per model; cognitive generate mode makes two calls per side, whose second prompt holds
     the first answer, so its tokens are unknown; exact mode of the cognitive tasks is lm-eval only).
@@ -43,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.app.run_checks import positive_int, unknown_tasks
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import trie_token_count
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -61,10 +66,11 @@ BACKENDS = {
     "biasmonkey-hf": "one sequence per distinct context (multi-token labels over the cached context)",
     "vllm": "lm-eval vllm, sglang, local-completions: one full sequence per log-likelihood request",
     "biasmonkey-server": "one request per distinct context",
+    "server-prefix-cache": "biasmonkey-server with the server's prefix cache on: at best the distinct contexts' trie tokens",
     "inspect": "one request per side of a document",
 }
 BACKEND_ALIASES = {"sglang": "vllm", "local-completions": "vllm", "stock-hf": "hf"}
-BACKEND_LABELS = {"vllm": "vllm/sglang/local-completions"}
+BACKEND_LABELS = {"vllm": "vllm/sglang/local-completions", "server-prefix-cache": "server + prefix cache"}
 
 
 def tasks_dir() -> Path:
@@ -262,6 +268,8 @@ class Row:
     documents: int
     requests: int
     distinct_prompts: int
+    prompt_tokens: int = 0  # of the distinct contexts
+    trie_tokens: int = 0  # their distinct prefixes
     costs: dict[str, Cost] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -270,6 +278,8 @@ class Row:
             "documents": self.documents,
             "requests": self.requests,
             "distinct_prompts": self.distinct_prompts,
+            "prompt_tokens": self.prompt_tokens,
+            "trie_tokens": self.trie_tokens,
             "backends": {
                 name: {"sequences": c.sequences, "prompt_tokens": c.prompt_tokens} for name, c in self.costs.items()
             },
@@ -318,6 +328,18 @@ def _per_distinct_context(encoded: Sequence[Encoded], key: str) -> tuple[int, in
     return len(groups) + gen_sequences, tokens + gen_tokens
 
 
+def _distinct_contexts(encoded: Sequence[Encoded]) -> list[tuple[int, ...]]:
+    return list({e.context: None for e in encoded})
+
+
+def _prefix_tree(encoded: Sequence[Encoded]) -> tuple[int, int]:
+    """biasmonkey-hf: the trie tokens of every scored request's context + all-but-last continuation tokens."""
+    scored = [e for e in encoded if e.request.continuation is not None]
+    tokens = trie_token_count(e.context + e.continuation[:-1] for e in scored)
+    gen_sequences, gen_tokens = _generations(encoded)
+    return len({e.context for e in scored}) + gen_sequences, tokens + gen_tokens
+
+
 def _per_request(encoded: Sequence[Encoded]) -> tuple[int, int]:
     scored = [e for e in encoded if e.request.continuation is not None]
     tokens = sum(len(e.context) + len(e.continuation) - 1 for e in scored)
@@ -349,11 +371,16 @@ def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str,
     if backend == "hf":
         return Cost(*_stock_hf(every))
     if backend == "biasmonkey-hf":
-        return Cost(*_per_distinct_context(every, "tokens"))
-    if backend == "biasmonkey-server":
+        return Cost(*_prefix_tree(every))
+    if backend in ("biasmonkey-server", "server-prefix-cache"):
         if any(e.request.continuation is not None and len(e.continuation) > 1 for e in every):
             return Cost(None, None)  # refused: one next-token distribution cannot score them
-        return Cost(*_per_distinct_context(every, "text"))
+        sequences, tokens = _per_distinct_context(every, "text")
+        if backend == "server-prefix-cache":
+            gen_sequences, gen_tokens = _generations(every)
+            scored = [e for e in every if e.request.continuation is not None]
+            tokens = trie_token_count(_distinct_contexts(scored)) + gen_tokens
+        return Cost(sequences, tokens)
     if backend == "vllm":
         return Cost(*_per_request(every))
     if backend == "inspect":
@@ -372,7 +399,8 @@ def plan_rows(tasks: Sequence[TaskRequests], encoded: dict[str, list[Encoded]], 
     rows = []
     for group, label in [([t], t.name) for t in tasks] + [(list(tasks), "total")]:
         documents, requests, prompts = simple_counts(group)
-        row = Row(label, documents, requests, prompts)
+        contexts = _distinct_contexts([e for t in group for e in encoded[t.name]])
+        row = Row(label, documents, requests, prompts, sum(map(len, contexts)), trie_token_count(contexts))
         for backend in backends:
             row.costs[backend] = backend_cost(backend, group, encoded)
         rows.append(row)
@@ -388,9 +416,11 @@ def _number(value: int | None) -> str:
 
 def format_table(rows: Sequence[Row], backends: Sequence[str]) -> str:
     """A fixed-width table: per backend "sequences / prompt tokens"."""
-    header = ["task", "documents", "requests", "distinct prompts"] + [BACKEND_LABELS.get(b, b) for b in backends]
+    header = ["task", "documents", "requests", "distinct prompts", "prompt tokens", "trie tokens"]
+    header += [BACKEND_LABELS.get(b, b) for b in backends]
     body = [
         [r.task, _number(r.documents), _number(r.requests), _number(r.distinct_prompts)]
+        + [_number(r.prompt_tokens), _number(r.trie_tokens)]
         + [f"{_number(r.costs[b].sequences)} / {_number(r.costs[b].prompt_tokens)}" for b in backends]
         for r in rows
     ]
@@ -449,6 +479,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print()
     for b in args.backend:
         print(f"{BACKEND_LABELS.get(b, b)}: {BACKENDS[b]}")
+    if rows[-1].trie_tokens:
+        share = rows[-1].prompt_tokens / rows[-1].trie_tokens
+        print(
+            f"The distinct prompts hold {share:.2f}× their trie tokens: computing each shared prefix once saves that."
+        )
     total = rows[-1].costs
     if "vllm" in total and "biasmonkey-hf" in total and total["biasmonkey-hf"].sequences:
         ratio = total["vllm"].sequences / total["biasmonkey-hf"].sequences

@@ -23,6 +23,11 @@ def plan(capsys: pytest.CaptureFixture, *argv: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+def plan_text(capsys: pytest.CaptureFixture, *argv: str) -> str:
+    assert main(["plan", *argv]) == 0
+    return capsys.readouterr().out
+
+
 def costs(row: dict) -> dict[str, tuple[int | None, int | None]]:
     return {name: (c["sequences"], c["prompt_tokens"]) for name, c in row["backends"].items()}
 
@@ -46,15 +51,22 @@ def test_odd_even_limit_2_by_hand(tiny_model: Path, data_dir: Path, capsys: pyte
     assert [n for _, n in sides] == [10, 8, 10, 8]
     lengths = [len(tokenizer.encode(prompt)) for prompt, _ in sides]
     context_tokens = sum(lengths)
+    # The distinct prompts' trie tokens: their distinct non-empty prefixes (q and q' share the template's start).
+    encoded = [tuple(tokenizer.encode(prompt)) for prompt, _ in sides]
+    trie = len({e[:j] for e in encoded for j in range(1, len(e) + 1)})
+    assert (task["prompt_tokens"], task["trie_tokens"]) == (context_tokens, trie) and trie < context_tokens
     # Every label is one token: stock hf groups all of a context's requests into one sequence.
     assert costs(task)["hf"] == (4, context_tokens)
-    assert costs(task)["biasmonkey-hf"] == (4, context_tokens)
+    assert costs(task)["biasmonkey-hf"] == (4, trie)  # each shared prefix once
     assert costs(task)["biasmonkey-server"] == (4, context_tokens)
+    assert costs(task)["server-prefix-cache"] == (4, trie)
     assert costs(task)["inspect"] == (4, context_tokens)  # one request per side
     # vllm & co.: one full sequence per request, context + one-token continuation − 1 = the context.
     assert costs(task)["vllm"] == (36, sum(length * n for length, (_, n) in zip(lengths, sides)))
     assert costs(total) == costs(task)
     assert set(out["backends"]) == set(BACKENDS)
+    table = plan_text(capsys, "--model", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--limit", "2")
+    assert "trie tokens" in table and f"{context_tokens / trie:.2f}× their trie tokens" in table
 
 
 def test_prompts_shared_between_tasks_count_once_in_the_total(
@@ -103,8 +115,9 @@ def test_multi_token_labels_cost_stock_backends_a_sequence_each(
     assert c["hf"][0] == c["vllm"][0] == 22  # no two labels share context + all-but-last tokens
     assert c["biasmonkey-hf"][0] == 2
     assert c["biasmonkey-server"] == (None, None)  # refused: multi-token labels
-    # ours: each context once, plus the labels' shared trie tokens; stock: the context again per label
+    # ours: each distinct prefix once (the labels' shared " Option" among them); stock: the context again per label
     assert c["biasmonkey-hf"][1] < c["hf"][1] / 5
+    assert c["biasmonkey-hf"][1] <= task["trie_tokens"] + 11 * 3  # the contexts' trie, then a few label tokens
     assert c["inspect"] == (None, None)  # exact mode of the cognitive tasks is lm-eval only
 
 

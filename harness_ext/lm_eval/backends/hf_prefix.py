@@ -1,37 +1,63 @@
-"""`--model biasmonkey-hf`: lm-eval's HF backend with one model pass per distinct prompt.
+"""`--model biasmonkey-hf`: lm-eval's HF backend computing each distinct prompt prefix once.
 
 Stock `--model hf` runs one sequence per (context, continuation) request unless every
 continuation of a context is a single token (its logits cache groups requests by context + all
 but the last continuation token). The cognitive-bias tasks score multi-token labels ("Option 1:"
-… "Option 11:", 7 or 11 per prompt), so there it runs about eight sequences per prompt.
+… "Option 11:", 7 or 11 per prompt), so there it runs about eight sequences per prompt; and every
+suite's prompts share long prefixes (instructions, few-shot examples), which it runs again for
+each prompt.
 
 This backend takes the same arguments as `hf` and returns the same (log-likelihood, is_greedy)
-pairs, computed with prefix reuse:
+pairs, with compute in proportion to the distinct prompt tokens:
 
-1. Requests are grouped by context tokens. Distinct contexts go through the model once each,
-   batched (`batch_size` contexts per forward, longest first, right-padded as lm-eval pads);
-   the LM head runs only at each context's last position (`logits_to_keep`), whose
-   log-probabilities score the first token of every continuation.
-2. If a context has continuations of more than one token, its keys/values are kept and the
-   later tokens of all its continuations are scored in one pass over the cached prefix. The
-   continuations' input tokens form a trie (" Option", " ", "1" are shared by the labels), laid
-   out as one row per context; a 4D attention mask lets each trie token see its own context
-   and its trie ancestors only, and position ids continue from the context's length. One such
-   pass serves all contexts of the batch.
+1. The token sequences context + continuation[:-1] of all requests form one prefix tree
+   (prompt_trie.py): every distinct prefix is one node. A continuation's token j is scored at the
+   node of context + continuation[:j] (j = 0: the context's last node).
+2. The tree is cut into rows of at most `row_tokens` nodes (default 256), each over the cached
+   keys/values of an anchor node's path: small subtrees are packed whole; a larger subtree goes
+   in with its heaviest path (its shared prefix) and as many side branches as fit, and the
+   keys/values of that path are kept for the rows of what did not fit. A 4D attention mask lets
+   each node see the anchor's path and its own ancestors in the row only; position ids are the
+   nodes' depths; the LM head runs only at the nodes that score a token (`logits_to_keep`). So
+   every tree node goes through the model exactly once.
+3. Rows whose anchor is computed are batched, widest first: `batch_size` rows per forward, more
+   when rows are short (up to batch_size * row_tokens tokens, prefixes included), fewer where a
+   narrower row would pad the forward by more than 10% of its tokens (rows of a forward are
+   padded to its widest; a forward of at most row_tokens positions takes any row). Kept paths
+   are freed when the rows below them are done. While they hold `prefix_cache_tokens` tokens of
+   keys/values or more (default 16384), rows that would keep more wait while other rows can
+   run, else the deepest row runs alone; so the kept keys/values stay within that limit plus
+   one batch's paths plus one context's length.
+4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) right after the forward
+   that scores its last token, so a run that fails later resumes without recomputing it.
+
+Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, and `prefix_sharing` (True;
+False runs each distinct context whole in one pass, scoring only its last position, and sends
+multi-token continuations to the stock code).
 
 Requests this path does not cover go, unchanged, to the stock code (`HFLM._loglikelihood_tokens`):
 requests whose context + continuation do not fit the model's window (stock lm-eval truncates
-them from the left), rolling-window requests (`loglikelihood_rolling`), seq2seq models, and
-multi-token continuations on models whose attention takes no custom mask (flash or flex
-attention, sliding-window or other non-standard cache layers).
+them from the left), rolling-window requests (`loglikelihood_rolling`), seq2seq models, and, on
+models whose attention takes no custom mask (flash or flex attention, sliding-window or other
+non-standard cache layers), multi-token continuations (single-token ones then run one pass per
+distinct context, without sharing).
 
-Counters, cumulative since the model was created or `reset_counters()` was called:
+transformers: the cache goes to the model as `cache=` (transformers >= 5.24), else as
+`past_key_values=` (5.21 to 5.23; renamed there, the old name goes in 5.40). Requires >= 5.21
+(a 2D `logits_to_keep`).
 
-- `prefix_sequences`: context rows run through the model (one per distinct context);
-- `prompt_tokens`: the tokens of those rows, padding excluded;
-- `continuation_rows`: trie rows run over a cached prefix (one per context that has a
-  continuation of more than one token);
-- `continuation_tokens`: trie tokens in those rows, padding excluded;
+Counters, cumulative since the model was created or `reset_counters()` was called, logged in
+one line at the end of each batch of requests (lm-eval sends all of a run's at once):
+
+- `distinct_contexts`: distinct contexts scored by this path;
+- `context_tokens`: their tokens (what one pass per distinct context would run);
+- `trie_tokens`: distinct prefix-tree tokens of those contexts (`trie_token_count`);
+- `computed_tokens`: context tokens run through the model, padding excluded (= `trie_tokens`
+  with sharing; `context_tokens` without);
+- `continuation_tokens`: continuation tokens run through the model beyond the contexts;
+- `padding_tokens`: padding positions in the model's input;
+- `forward_passes`, `rows`: model calls and their batch rows;
+- `peak_cached_tokens`: the most kept prefix keys/values at once, in tokens;
 - `fallback_requests`: requests handed to the stock code.
 """
 
@@ -39,9 +65,10 @@ from __future__ import annotations
 
 import contextlib
 import inspect
+import logging
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -51,64 +78,84 @@ from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
+
+log = logging.getLogger(__name__)
+
 Tokens = tuple[int, ...]
 Request = tuple[Any, list[int], list[int]]  # ((context, continuation) or None, context tokens, continuation tokens)
 Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
+Pair = tuple[Tokens, Tokens]  # (context, continuation) tokens
+Done = Callable[[Pair, Answer], None]  # called with each request's answer as soon as it is computed
 
 # Attention implementations that accept a custom 4D mask: boolean for sdpa, additive for eager.
 MASKABLE_ATTENTION = ("sdpa", "eager")
+DEFAULT_ROW_TOKENS = 256
+DEFAULT_PREFIX_CACHE_TOKENS = 16384
+# A forward's padding positions stay within this share of its real ones (rows go widest first).
+PADDING_SLACK = 0.1
+
+
+def cache_argument(model: torch.nn.Module) -> str:
+    """The name under which the model's forward takes a cache: `cache` (transformers >= 5.24),
+    else `past_key_values`."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _flag(value: Any) -> bool:
+    """A boolean model argument (lm-eval may hand over the string)."""
+    if isinstance(value, str):
+        if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise ValueError(f"not a boolean: {value!r}")
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
 
 
 @dataclass
-class ContinuationTrie:
-    """The input tokens of one context's continuations, shared where their prefixes agree.
+class _Spine:
+    """Kept keys/values of a path of trie nodes (one per layer: [kv heads, nodes, head dim])."""
 
-    Token c[0] of a continuation c is scored at the context's last position; token c[j] (j >= 1)
-    at the trie node `nodes[c[:j]]`, which holds the input token c[j-1] at position
-    len(context) + j - 1."""
-
-    tokens: list[int] = field(default_factory=list)
-    parents: list[int] = field(default_factory=list)  # -1: the node follows the context directly
-    nodes: dict[Tokens, int] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, continuations: Sequence[Tokens]) -> ContinuationTrie:
-        trie = cls()
-        for cont in continuations:
-            for j in range(1, len(cont)):
-                if cont[:j] not in trie.nodes:
-                    trie.nodes[cont[:j]] = len(trie.tokens)
-                    trie.tokens.append(cont[j - 1])
-                    trie.parents.append(trie.nodes.get(cont[: j - 1], -1))
-        return trie
-
-    def path(self, node: int) -> list[int]:
-        """The node and its ancestors."""
-        path = []
-        while node >= 0:
-            path.append(node)
-            node = self.parents[node]
-        return path
-
-    def positions(self, cont: Tokens) -> list[int]:
-        """Where each token of `cont` is scored: 0 = the context's last position, 1 + n = node n."""
-        return [0] + [1 + self.nodes[cont[:j]] for j in range(1, len(cont))]
+    nodes: list[int]
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    previous: int  # the anchor whose path precedes the spine (ROOT: none)
+    pending: int = 0  # rows anchored on it, and spines kept below it, still to run
 
 
 @register_model("biasmonkey-hf")
 class PrefixReuseHFLM(HFLM):
-    """`HFLM` with one model pass per distinct context (see the module docstring)."""
+    """`HFLM` computing each distinct prefix once (see the module docstring)."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        row_tokens: int = DEFAULT_ROW_TOKENS,
+        prefix_cache_tokens: int = DEFAULT_PREFIX_CACHE_TOKENS,
+        prefix_sharing: bool | str = True,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(*args, **kwargs)
-        self._tries_supported: bool | None = None
+        self.row_tokens = int(row_tokens)
+        self.prefix_cache_tokens = int(prefix_cache_tokens)
+        if self.row_tokens < 1 or self.prefix_cache_tokens < 0:
+            raise ValueError(
+                f"biasmonkey-hf: row_tokens={row_tokens} (>= 1), prefix_cache_tokens={prefix_cache_tokens} (>= 0)"
+            )
+        self.prefix_sharing = _flag(prefix_sharing)
+        self._masks_supported: bool | None = None
+        self._cache_argument: str | None = None
         self.reset_counters()
 
     def reset_counters(self) -> None:
-        self.prefix_sequences = 0
-        self.prompt_tokens = 0
-        self.continuation_rows = 0
+        self.distinct_contexts = 0
+        self.context_tokens = 0
+        self.trie_tokens = 0
+        self.computed_tokens = 0
         self.continuation_tokens = 0
+        self.padding_tokens = 0
+        self.forward_passes = 0
+        self.rows = 0
+        self.peak_cached_tokens = 0
         self.fallback_requests = 0
 
     # ------------------------------------------------------------------ what this path covers
@@ -118,19 +165,19 @@ class PrefixReuseHFLM(HFLM):
         parameters = inspect.signature(self.model.forward).parameters
         return self.backend == "causal" and "logits_to_keep" in parameters
 
-    def _supports_tries(self) -> bool:
-        """Whether multi-token continuations can be scored over a cached prefix with a custom mask."""
-        if self._tries_supported is None:
+    def _supports_masks(self) -> bool:
+        """Whether rows can run over cached keys/values with a custom 4D mask."""
+        if self._masks_supported is None:
             config = self.model.config
             cache = DynamicCache(config=config)
-            self._tries_supported = getattr(config, "_attn_implementation", None) in MASKABLE_ATTENTION and all(
+            self._masks_supported = getattr(config, "_attn_implementation", None) in MASKABLE_ATTENTION and all(
                 type(layer) is DynamicLayer for layer in cache.layers
             )
-        return self._tries_supported
+        return self._masks_supported
 
     def _fits(self, context: Sequence[int], continuation: Sequence[int]) -> bool:
         """The model sees context + continuation[:-1] whole (stock lm-eval truncates beyond this)."""
-        return len(context) + len(continuation) - 1 <= self.max_length
+        return bool(context) and bool(continuation) and len(context) + len(continuation) - 1 <= self.max_length
 
     # ------------------------------------------------------------------ requests
 
@@ -142,16 +189,16 @@ class PrefixReuseHFLM(HFLM):
     ) -> list[Answer]:
         if not self._prefix_path_supported():
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
+        share = self.prefix_sharing and self._supports_masks()
 
-        # context -> continuation -> indices of the requests asking for it
-        groups: dict[Tokens, dict[Tokens, list[int]]] = defaultdict(lambda: defaultdict(list))
+        # (context, continuation) -> indices of the requests asking for it
+        groups: dict[Pair, list[int]] = defaultdict(list)
         fallback: list[int] = []
         for i, (key, context, cont) in enumerate(requests):
-            stock = key is None or not self._fits(context, cont) or (len(cont) > 1 and not self._supports_tries())
-            if stock:
+            if key is None or not self._fits(context, cont) or (len(cont) > 1 and not share):
                 fallback.append(i)
             else:
-                groups[tuple(context)][tuple(cont)].append(i)
+                groups[tuple(context), tuple(cont)].append(i)
 
         answers: list[Answer | None] = [None] * len(requests)
         if fallback:
@@ -161,38 +208,45 @@ class PrefixReuseHFLM(HFLM):
             )
             for i, answer in zip(fallback, scored):
                 answers[i] = answer
+        if groups:
+            contexts = {context for context, _ in groups}
+            self.distinct_contexts += len(contexts)
+            self.context_tokens += sum(map(len, contexts))
+            show = not disable_tqdm and self.rank == 0
 
-        contexts = sorted(groups, key=lambda c: (-len(c), c))  # longest first, as lm-eval orders
-        batch_size = self._prefix_batch_size(contexts, groups, override_bs)
-        pbar = tqdm(
-            total=len(requests) - len(fallback),
-            disable=disable_tqdm or self.rank != 0,
-            desc="Running loglikelihood requests (prefix reuse)",
-        )
-        for start in range(0, len(contexts), batch_size):
-            batch = contexts[start : start + batch_size]
-            for context, scores in zip(batch, self._score_batch(batch, [list(groups[c]) for c in batch])):
-                for cont, answer in scores.items():
-                    for i in groups[context][cont]:
-                        answers[i] = answer
-                        # lm-eval's --use_cache stores every answer as it comes (resumable runs)
-                        self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
-                        pbar.update(1)
-        pbar.close()
+            def done(request: Pair, answer: Answer) -> None:
+                for i in groups[request]:
+                    answers[i] = answer
+                    # lm-eval's --use_cache stores every answer as it comes: a run that fails
+                    # later resumes without recomputing it
+                    self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
+
+            if share:
+                self._score_shared(groups, override_bs, show, done)
+            else:
+                self._score_contexts(groups, override_bs, show, done)
+            if any(answer is None for answer in answers):
+                raise RuntimeError("biasmonkey-hf: some requests were never answered")
+        log.info(self.counters_line())
         return answers  # type: ignore[return-value]
 
-    def _prefix_batch_size(
-        self, contexts: list[Tokens], groups: dict[Tokens, dict[Tokens, list[int]]], override_bs: int | None
-    ) -> int:
-        """Contexts per forward: `batch_size`, or lm-eval's detection on the longest request for "auto"."""
+    def counters_line(self) -> str:
+        ratio = self.computed_tokens / self.trie_tokens if self.trie_tokens else float("nan")
+        return (
+            f"biasmonkey-hf: {self.distinct_contexts} distinct contexts, {self.context_tokens} context tokens, "
+            f"{self.trie_tokens} trie tokens, {self.computed_tokens} computed ({ratio:.3f} x trie), "
+            f"{self.continuation_tokens} continuation and {self.padding_tokens} padding tokens, "
+            f"{self.forward_passes} forward passes ({self.rows} rows), peak cached prefix {self.peak_cached_tokens} "
+            f"tokens, {self.fallback_requests} requests to the stock code"
+        )
+
+    def _rows_per_forward(self, override_bs: int | None, longest: int) -> int:
+        """`batch_size`, or lm-eval's detection on a sequence of `longest` tokens for "auto"."""
         if self.batch_size != "auto":
             return int(self.batch_size)
         if override_bs:
             return override_bs
-        if not contexts:
-            return 1
-        longest = max(groups[contexts[0]], key=len)
-        return self._detect_batch_size([(None, list(contexts[0]), list(longest))], 0)
+        return self._detect_batch_size([(None, [0] * max(1, longest), [0])], 0)
 
     # ------------------------------------------------------------------ model passes
 
@@ -209,65 +263,259 @@ class PrefixReuseHFLM(HFLM):
         ):
             yield
 
-    def _score_batch(self, contexts: list[Tokens], conts: list[list[Tokens]]) -> list[dict[Tokens, Answer]]:
-        """Answers for every continuation of a batch of distinct contexts."""
-        lengths = torch.tensor([len(c) for c in contexts], device=self.device)
-        ids = torch.zeros((len(contexts), int(lengths.max())), dtype=torch.long, device=self.device)
-        for row, context in enumerate(contexts):
-            ids[row, : len(context)] = torch.tensor(context, device=self.device)
-        tries = [ContinuationTrie.of(c) for c in conts]
-        deeper = [row for row, trie in enumerate(tries) if trie.tokens]
+    def _forward(self, **kwargs: Any) -> torch.Tensor:
+        """Log-probabilities at the kept positions."""
+        out = self.model(**kwargs)
+        self.forward_passes += 1
+        self.rows += int(kwargs["input_ids"].shape[0])
+        return F.log_softmax(out.logits, dim=-1, dtype=self.softmax_dtype)
 
-        with self._inference():
-            # Right padding needs no mask: a causal model's real positions never see the padding.
-            out = self.model(input_ids=ids, use_cache=bool(deeper), logits_to_keep=(lengths - 1)[:, None])
-            last = F.log_softmax(out.logits[:, -1], dim=-1, dtype=self.softmax_dtype)  # [batch, vocab]
-            later = self._score_tries(out.past_key_values, lengths, tries, deeper) if deeper else {}
-        self.prefix_sequences += len(contexts)
-        self.prompt_tokens += int(lengths.sum())
+    def _score_contexts(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
+        """Without sharing: each distinct context in one pass, scored at its last position
+        (single-token continuations only); `done` gets each batch's answers after its pass."""
+        by_context: dict[Tokens, list[Tokens]] = defaultdict(list)
+        for context, cont in groups:
+            by_context[context].append(cont)
+        contexts = sorted(by_context, key=lambda c: (-len(c), c))  # longest first, as lm-eval orders
+        self.trie_tokens += trie_token_count(contexts)
+        batch_size = self._rows_per_forward(override_bs, len(contexts[0]))
+        for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
+            batch = contexts[start : start + batch_size]
+            lengths = torch.tensor([len(c) for c in batch], device=self.device)
+            ids = torch.zeros((len(batch), int(lengths.max())), dtype=torch.long, device=self.device)
+            for row, context in enumerate(batch):
+                ids[row, : len(context)] = torch.tensor(context, device=self.device)
+            with self._inference():
+                # Right padding needs no mask: a causal model's real positions never see the padding.
+                logprobs = self._forward(input_ids=ids, use_cache=False, logits_to_keep=(lengths - 1)[:, None])[:, 0]
+            greedy = logprobs.argmax(dim=-1).tolist()
+            self.computed_tokens += int(lengths.sum())
+            self.padding_tokens += ids.numel() - int(lengths.sum())
+            for row, context in enumerate(batch):
+                for cont in by_context[context]:
+                    done((context, cont), (float(logprobs[row, cont[0]]), greedy[row] == cont[0]))
 
-        results = []
-        for row, trie in enumerate(tries):
-            logprobs = torch.cat([last[row : row + 1], later[row]]) if row in later else last[row : row + 1]
-            greedy = logprobs.argmax(dim=-1)
-            answers = {}
-            for cont in conts[row]:
-                positions = torch.tensor(trie.positions(cont), device=self.device)
-                tokens = torch.tensor(cont, device=self.device)
-                answers[cont] = (float(logprobs[positions, tokens].sum()), bool((greedy[positions] == tokens).all()))
-            results.append(answers)
-        return results
+    def _score_shared(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
+        """Every node of the requests' prefix tree once (see the module docstring); `done` gets
+        each request's answer after the pass that scores its last token."""
+        trie = PromptTrie()
+        wanted: dict[Pair, list[tuple[int, int]]] = {}  # request -> (node, token) scored
+        targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
+        waiting: dict[tuple[int, int], list[Pair]] = defaultdict(list)  # (node, token) -> requests needing it
+        context_ends = []
+        for context, cont in groups:
+            path = trie.insert(context + cont[:-1])
+            n = len(context)
+            context_ends.append(path[n - 1])
+            wanted[context, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
+            for pair in wanted[context, cont]:
+                targets[pair[0]].add(pair[1])
+                waiting[pair].append((context, cont))
+        missing = {request: len(pairs) for request, pairs in wanted.items()}
+        in_context = bytearray(len(trie))
+        for node in context_ends:
+            in_context[node] = 1
+        for node in range(len(trie) - 1, -1, -1):  # a parent's id is below its children's
+            if in_context[node] and trie.parent[node] != ROOT:
+                in_context[trie.parent[node]] = 1
+        self.trie_tokens += sum(in_context)
 
-    def _score_tries(
-        self, cache: DynamicCache, lengths: torch.Tensor, tries: list[ContinuationTrie], rows: list[int]
-    ) -> dict[int, torch.Tensor]:
-        """Log-probabilities at every trie node of `rows`, one trie row per context over its cached keys/values."""
-        if type(cache) is not DynamicCache or any(type(layer) is not DynamicLayer for layer in cache.layers):
-            raise RuntimeError(f"biasmonkey-hf: unexpected cache {type(cache).__name__} after the prefix pass")
-        if len(rows) < len(tries):
-            cache.batch_select_indices(torch.tensor(rows, device=self.device))
-        width = cache.get_seq_length()  # padded context length
-        depth = max(len(tries[row].tokens) for row in rows)
-        ids = torch.zeros((len(rows), depth), dtype=torch.long, device=self.device)
-        positions = torch.zeros_like(ids)
-        allowed = torch.zeros((len(rows), 1, depth, width + depth), dtype=torch.bool, device=self.device)
-        for i, row in enumerate(rows):
-            trie, length = tries[row], int(lengths[row])
-            allowed[i, 0, :, :length] = True  # the context (padding nodes see it too; they are discarded)
-            for node, token in enumerate(trie.tokens):
-                path = trie.path(node)
-                ids[i, node] = token
-                positions[i, node] = length + len(path) - 1
-                allowed[i, 0, node, [width + n for n in path]] = True
+        rows = plan_rows(trie, self.row_tokens)
+        batch_rows = self._rows_per_forward(override_bs, min(self.max_length, 2 * self.row_tokens))
+        batch_tokens = batch_rows * self.row_tokens
+        prefix = [0 if row.anchor == ROOT else trie.depth[row.anchor] + 1 for row in rows]
+        below: dict[int, list[int]] = defaultdict(list)  # anchor -> rows
+        for r, row in enumerate(rows):
+            below[row.anchor].append(r)
+        spines: dict[int, _Spine] = {}  # kept spines, by first node
+        on_spine: dict[int, tuple[int, int]] = {}  # node of a kept spine -> (spine, its nodes up to this one)
+        cached = 0
+        results: dict[tuple[int, int], Answer] = {}
+        ready = list(below.pop(ROOT, []))
+        pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
+
+        def release(anchor: int) -> None:
+            nonlocal cached
+            while anchor != ROOT:
+                spine = spines[on_spine[anchor][0]]
+                spine.pending -= 1
+                if spine.pending:
+                    return
+                del spines[spine.nodes[0]]
+                for node in spine.nodes:
+                    del on_spine[node]
+                cached -= len(spine.nodes)
+                anchor = spine.previous
+
+        while ready:
+            ready.sort(key=lambda r: (-len(rows[r].nodes), -prefix[r]))  # widest first
+            full = cached >= self.prefix_cache_tokens
+            candidates = [r for r in ready if not rows[r].spines] if full else ready
+            if not candidates:  # every ready row keeps a spine: go deepest first
+                candidates = [max(ready, key=lambda r: prefix[r])]
+            batch: list[int] = []
+            width = depth = adding = real = 0
+            for r in candidates:
+                row_width, row_depth = max(width, len(rows[r].nodes)), max(depth, prefix[r])
+                if batch and len(batch) + 1 > max(batch_rows, batch_tokens // (row_width + row_depth)):
+                    break
+                padded = (len(batch) + 1) * row_width
+                if batch and padded > self.row_tokens and padded > (1 + PADDING_SLACK) * (real + len(rows[r].nodes)):
+                    break  # narrower rows go in a later pass
+                keeps = sum(map(len, rows[r].spines))
+                if batch and keeps and cached + adding + keeps > self.prefix_cache_tokens:
+                    continue
+                batch.append(r)
+                width, depth, adding, real = row_width, row_depth, adding + keeps, real + len(rows[r].nodes)
+            chosen = set(batch)
+            ready = [r for r in ready if r not in chosen]
+
+            paths = {rows[r].anchor: self._path(rows[r].anchor, spines, on_spine) for r in batch}
+            kept, scored = self._run_rows(
+                trie, [rows[r] for r in batch], [prefix[r] for r in batch], paths, targets, results
+            )
+            for pair in scored:
+                for request in waiting.pop(pair):
+                    missing[request] -= 1
+                    if not missing[request]:
+                        pairs = wanted[request]
+                        done(request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
+            for r in batch:
+                pbar.update(len(rows[r].nodes))
+                self.computed_tokens += sum(in_context[n] for n in rows[r].nodes)
+                self.continuation_tokens += sum(1 - in_context[n] for n in rows[r].nodes)
+            for spine in kept:  # kept before the batch's anchors are released
+                spines[spine.nodes[0]] = spine
+                on_spine.update((node, (spine.nodes[0], i + 1)) for i, node in enumerate(spine.nodes))
+                if spine.previous != ROOT:
+                    spines[on_spine[spine.previous][0]].pending += 1
+                cached += len(spine.nodes)
+                for node in spine.nodes:
+                    opened = below.pop(node, [])
+                    spine.pending += len(opened)
+                    ready += opened
+            self.peak_cached_tokens = max(self.peak_cached_tokens, cached)
+            for r in batch:
+                release(rows[r].anchor)
+        pbar.close()
+        if below or spines or waiting:
+            raise RuntimeError(
+                f"biasmonkey-hf: {len(below)} anchors never ran, {len(spines)} spines left, {len(waiting)} scores missing"
+            )
+
+    def _run_rows(
+        self,
+        trie: PromptTrie,
+        rows: list[Row],
+        prefix: list[int],
+        paths: dict[int, list[tuple[_Spine, int]]],
+        targets: dict[int, set[int]],
+        results: dict[tuple[int, int], Answer],
+    ) -> tuple[list[_Spine], list[tuple[int, int]]]:
+        """One forward over `rows`, each over its anchor's cached path (`paths`): scores into
+        `results`; returns the spines the rows keep and the (node, token) pairs scored."""
+        device, n = self.device, len(rows)
+        width, depth = max(len(row.nodes) for row in rows), max(prefix)
+        ids = torch.tensor(
+            [[trie.token[x] for x in row.nodes] + [0] * (width - len(row.nodes)) for row in rows], device=device
+        )
+        positions = torch.tensor(
+            [[trie.depth[x] for x in row.nodes] + [0] * (width - len(row.nodes)) for row in rows], device=device
+        )
+        ends = torch.tensor([row.ends + [-1] * (width - len(row.ends)) for row in rows], device=device)
+        lengths = torch.tensor([len(row.nodes) for row in rows], device=device)
+        self.padding_tokens += n * width - int(lengths.sum())
+
+        # Node j is visible from node i when it is an ancestor-or-self in the row (j <= i < end[j]),
+        # or on the row's cached path; padding sees itself only.
+        at = torch.arange(width, device=device)
+        real = at[None, :] < lengths[:, None]  # [rows, width]
+        tree = (at[None, None, :] <= at[None, :, None]) & (at[None, :, None] < ends[:, None, :])
+        tree |= ~real[:, :, None] & torch.eye(width, dtype=torch.bool, device=device)
+        cached_path = torch.arange(depth, device=device)[None, :] < torch.tensor(prefix, device=device)[:, None]
+        allowed = torch.cat([(cached_path[:, None, :] & real[:, :, None]), tree], dim=-1)[:, None]
         if self.model.config._attn_implementation == "sdpa":
             mask = allowed
         else:  # eager adds the mask to the attention scores
             dtype = self.model.dtype
-            mask = torch.zeros(allowed.shape, dtype=dtype, device=self.device).masked_fill(
-                ~allowed, torch.finfo(dtype).min
-            )
-        out = self.model(input_ids=ids, position_ids=positions, attention_mask=mask, past_key_values=cache)
-        logprobs = F.log_softmax(out.logits, dim=-1, dtype=self.softmax_dtype)  # [rows, depth, vocab]
-        self.continuation_rows += len(rows)
-        self.continuation_tokens += sum(len(tries[row].tokens) for row in rows)
-        return {row: logprobs[i, : len(tries[row].tokens)] for i, row in enumerate(rows)}
+            mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
+
+        keeps = any(row.spines for row in rows)
+        cache = self._prefix_cache(rows, prefix, depth, paths) if depth or keeps else None
+        scored = [[k for k, x in enumerate(row.nodes) if x in targets] for row in rows]
+        kept_width = max(1, *map(len, scored))
+        keep = torch.tensor([s + [0] * (kept_width - len(s)) for s in scored], device=device)
+        if self._cache_argument is None:
+            self._cache_argument = cache_argument(self.model)
+        arguments: dict[str, Any] = {self._cache_argument: cache} if cache is not None else {}
+        with self._inference():
+            logprobs = self._forward(
+                input_ids=ids,
+                position_ids=positions,
+                attention_mask=mask,
+                use_cache=cache is not None,
+                logits_to_keep=keep,
+                **arguments,
+            )  # [rows, kept, vocab]
+            greedy = logprobs.argmax(dim=-1)
+
+        where, pairs = [], []
+        for b, (row, s) in enumerate(zip(rows, scored)):
+            for k, index in enumerate(s):
+                node = row.nodes[index]
+                for token in targets[node]:
+                    where.append((b, k, token))
+                    pairs.append((node, token))
+        if where:
+            b, k, token = torch.tensor(where, device=device).T
+            values = logprobs[b, k, token].tolist()
+            hits = (greedy[b, k] == token).tolist()
+            results.update(zip(pairs, zip(values, hits)))
+
+        kept: list[_Spine] = []
+        for b, row in enumerate(rows):
+            for spine in row.spines:
+                at = torch.tensor(spine, device=device) + depth
+                kept.append(
+                    _Spine(
+                        nodes=[row.nodes[i] for i in spine],
+                        keys=[layer.keys[b][:, at] for layer in cache.layers],
+                        values=[layer.values[b][:, at] for layer in cache.layers],
+                        previous=row.anchor,
+                    )
+                )
+        return kept, pairs
+
+    @staticmethod
+    def _path(anchor: int, spines: dict[int, _Spine], on_spine: dict[int, tuple[int, int]]) -> list[tuple[_Spine, int]]:
+        """The kept spines (and how many of their nodes) that make up `anchor`'s path, root first."""
+        path = []
+        while anchor != ROOT:
+            first, length = on_spine[anchor]
+            path.append((spines[first], length))
+            anchor = spines[first].previous
+        return path[::-1]
+
+    def _prefix_cache(
+        self, rows: list[Row], prefix: list[int], depth: int, paths: dict[int, list[tuple[_Spine, int]]]
+    ) -> DynamicCache:
+        """A cache holding each row's anchor path, zero-padded to `depth` (empty when depth is 0)."""
+        cache = DynamicCache(config=self.model.config)
+        if not depth:
+            return cache
+        by_anchor: dict[int, list[int]] = defaultdict(list)
+        for b, row in enumerate(rows):
+            if row.anchor != ROOT:
+                by_anchor[row.anchor].append(b)
+        some = next(spine for path in paths.values() for spine, _ in path)
+        for layer in range(len(some.keys)):
+            heads, _, dim = some.keys[layer].shape
+            keys = some.keys[layer].new_zeros((len(rows), heads, depth, dim))
+            values = some.values[layer].new_zeros((len(rows), heads, depth, dim))
+            for anchor, members in by_anchor.items():
+                index = torch.tensor(members, device=keys.device)
+                length = prefix[members[0]]
+                keys[index, :, :length] = torch.cat([s.keys[layer][:, :n] for s, n in paths[anchor]], dim=1)[None]
+                values[index, :, :length] = torch.cat([s.values[layer][:, :n] for s, n in paths[anchor]], dim=1)[None]
+            cache.update(keys, values, layer)
+        return cache
