@@ -31,7 +31,7 @@ from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import family_of
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 TOLERANCE = 1e-4
 

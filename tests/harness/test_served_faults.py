@@ -27,7 +27,7 @@ from lm_eval.api.model import CachingLM, hash_args
 
 from biasmonkey.harness_ext.lm_eval.backends.served import API_KEY_ENV, ServedLM, ServerError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 KEY = "sk-test-7f3a9c1e5b"  # what must never be printed
 LETTERS = (" A", " B", " C")
 
