@@ -65,10 +65,8 @@ SUITES = {
 
 
 def default_model() -> str:
-    try:
-        from biasmonkey.harness_ext.app.default_model import ensure_default_model
-    except ImportError:  # before the move to harness_ext/app
-        from biasmonkey.harness_ext.default_model import ensure_default_model
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
+
     return str(ensure_default_model())
 
 
@@ -80,8 +78,9 @@ class Recorder(PrefixReuseHFLM):
         return [(0.0, False)] * len(requests)
 
 
-def requests_of(recorder: Recorder, suite: str) -> list:
+def requests_of(recorder: Recorder, suite: str, documents: int | None = None) -> list:
     tasks, metadata, limit = SUITES[suite]
+    limit = min(limit, documents) if documents else limit
     recorder.recorded = []
     manager = TaskManager(include_path=str(REPO / "tasks"), metadata=metadata)
     simple_evaluate(model=recorder, tasks=tasks, task_manager=manager, limit=limit)
@@ -112,6 +111,7 @@ def main() -> None:
     parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--row-tokens", type=int, default=None)
+    parser.add_argument("--documents", type=int, default=None, help="at most this many documents per task")
     parser.add_argument("--out", type=Path, default=Path("bench_out") / "prefix_sharing.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -119,7 +119,7 @@ def main() -> None:
     extra = {"row_tokens": args.row_tokens} if args.row_tokens else {}
     lm = PrefixReuseHFLM(pretrained=default_model(), device="cpu", batch_size=args.batch_size, dtype="float32", **extra)
     recorder = Recorder(pretrained=lm.model, tokenizer=lm.tokenizer, device="cpu", batch_size=args.batch_size)
-    requests = {suite: requests_of(recorder, suite) for suite in args.suites}
+    requests = {suite: requests_of(recorder, suite, args.documents) for suite in args.suites}
 
     seconds: dict[str, dict[str, list[float]]] = {s: {"baseline": [], "biasmonkey_hf": []} for s in args.suites}
     counters: dict[str, dict] = {}

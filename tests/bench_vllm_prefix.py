@@ -37,10 +37,8 @@ SETUPS = {
 
 
 def smollm2() -> Path:
-    try:  # the application modules are moving to harness_ext/app
-        from biasmonkey.harness_ext.app.default_model import ensure_default_model
-    except ImportError:
-        from biasmonkey.harness_ext.default_model import ensure_default_model  # type: ignore[no-redef]
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
+
     return ensure_default_model(log=lambda _: None)
 
 

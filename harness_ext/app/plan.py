@@ -47,7 +47,6 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.app.run_checks import positive_int, unknown_tasks
-from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import trie_token_count
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -326,6 +325,14 @@ def _per_distinct_context(encoded: Sequence[Encoded], key: str) -> tuple[int, in
     tokens = sum(len(context) + _trie_tokens(conts) for context, conts in groups.values())
     gen_sequences, gen_tokens = _generations(encoded)
     return len(groups) + gen_sequences, tokens + gen_tokens
+
+
+def trie_token_count(token_lists: Any) -> int:
+    """The distinct prefixes of the sequences (`prompt_trie.trie_token_count`; imported here, since the
+    backends' package registers them with lm-eval, which the other commands never import)."""
+    from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import trie_token_count as count
+
+    return count(token_lists)
 
 
 def _distinct_contexts(encoded: Sequence[Encoded]) -> list[tuple[int, ...]]:

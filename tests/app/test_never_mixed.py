@@ -77,7 +77,13 @@ def test_summarize_gives_each_model_and_setting_its_own_table(runs: dict[str, Pa
         "## alpha (dtype=float32, limit=3, num_fewshot=1)",
         "## beta (dtype=float32, limit=3)",
     ]
-    rows = csv_rows(tmp_path / "summary.csv")
+    every = csv_rows(tmp_path / "summary.csv")
+    # each run's yes-no task has its own table and rows too
+    assert {(Path(r["model"]).name, r["settings"]) for r in every if r["family"] == "yesno"} == {
+        ("alpha", "dtype=float32, limit=3"),
+        ("beta", "dtype=float32, limit=3"),
+    }
+    rows = [r for r in every if r["family"] == "response_bias"]
     expected = logged(runs)
     got = {(Path(r["model"]).name, r["settings"]): float(r["delta"]) for r in rows}
     assert got == {
@@ -92,7 +98,7 @@ def test_summarize_model_picks_one(runs: dict[str, Path], tmp_path: Path, capsys
     assert main(["summarize", str(runs["out"]), "--out", str(tmp_path / "b"), "--model", "beta"]) == 0
     md = (tmp_path / "b" / "summary.md").read_text()
     assert md.startswith("# Summary: beta (dtype=float32, limit=3)\n") and "## alpha" not in md
-    (row,) = csv_rows(tmp_path / "b" / "summary.csv")
+    (row,) = [r for r in csv_rows(tmp_path / "b" / "summary.csv") if r["family"] == "response_bias"]
     assert row["model"] == str(runs["beta"])
     # the full name works too; alpha's two settings stay two tables
     assert main(["summarize", str(runs["out"]), "--out", str(tmp_path / "a"), "--model", str(runs["alpha"])]) == 0

