@@ -62,7 +62,7 @@ DOCUMENT_UNITS = {name: family.unit for name, family in FAMILIES.items()}
 # The backends a plan counts, in table order, and how each runs the requests.
 BACKENDS = {
     "hf": "lm-eval hf: one sequence per context + all-but-last continuation tokens",
-    "biasmonkey-hf": "one sequence per distinct context (multi-token labels over the cached context)",
+    "biasmonkey-hf": "each distinct prefix once: the prefix tree of the contexts and all-but-last continuation tokens",
     "vllm": "lm-eval vllm, sglang, local-completions: one full sequence per log-likelihood request",
     "biasmonkey-server": "one request per distinct context",
     "server-prefix-cache": "biasmonkey-server with the server's prefix cache on: at best the distinct contexts' trie tokens",
@@ -459,7 +459,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     tokenizer, tokenizer_name = load_tokenizer(args.tokenizer or args.model)
     lm = _tokenizer_lm(tokenizer)
     tasks = build_requests(spec, metadata, args.limit, lm.apply_chat_template if args.apply_chat_template else None)
-    rows = plan_rows(tasks, encode(tasks, lm), args.backend)
+    encoded = encode(tasks, lm)
+    rows = plan_rows(tasks, encoded, args.backend)
+    estimates: dict[str, float | None] = {}
+    calibration = None
+    if args.calibrate:
+        from biasmonkey.harness_ext.app.calibrate import calibrate
+        from biasmonkey.harness_ext.app.default_model import ensure_default_model
+
+        model = args.model or str(ensure_default_model(log=lambda message: print(message, file=sys.stderr)))
+        calibration = calibrate(model, [e.context for t in tasks for e in encoded[t.name]], args.device)
+        estimates = {
+            b: None if c.prompt_tokens is None else c.prompt_tokens * calibration.seconds_per_token
+            for b, c in rows[-1].costs.items()
+        }
     if args.json:
         print(
             json.dumps(
@@ -471,6 +484,11 @@ def cmd_plan(args: argparse.Namespace) -> int:
                     "tokenizer": tokenizer_name,
                     "backends": {b: BACKENDS[b] for b in args.backend},
                     "rows": [r.as_dict() for r in rows],
+                    **(
+                        {"calibration": vars(calibration), "estimated_seconds": estimates}
+                        if calibration is not None
+                        else {}
+                    ),
                 },
                 indent=2,
             )
@@ -491,11 +509,30 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(
             f"The distinct prompts hold {share:.2f}× their trie tokens: computing each shared prefix once saves that."
         )
+    if calibration is not None:
+        print(
+            f"Calibration: {calibration.seconds_per_token * 1e3:.3f} ms per prompt token on {calibration.device} "
+            f"({calibration.prompts} of the prompts, {calibration.tokens} tokens, fastest of {calibration.rounds}); "
+            "estimated time of all tasks (prompt tokens only): "
+            + ", ".join(f"{BACKEND_LABELS.get(b, b)} {_duration(t)}" for b, t in estimates.items())
+        )
     total = rows[-1].costs
     if "vllm" in total and "biasmonkey-hf" in total and total["biasmonkey-hf"].sequences:
         ratio = total["vllm"].sequences / total["biasmonkey-hf"].sequences
         print(f"vllm/sglang/local-completions run {ratio:.1f}× the sequences of biasmonkey-hf.")
     return 0
+
+
+def _duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "–"
+    return (
+        f"{seconds:.0f} s"
+        if seconds < 120
+        else f"{seconds / 60:.1f} min"
+        if seconds < 7200
+        else f"{seconds / 3600:.1f} h"
+    )
 
 
 def add_selection_arguments(p: argparse.ArgumentParser) -> None:
@@ -527,4 +564,11 @@ def add_subcommand(subparsers: Any) -> None:
         help=f"comma-separated, or all (default): {', '.join(BACKENDS)} (sglang and local-completions count as vllm)",
     )
     p.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    p.add_argument(
+        "--calibrate",
+        action="store_true",
+        help="time the model (--model, default the bundled SmolLM2) on a few of the prompts and estimate each "
+        "backend's time from its prompt tokens (loads the weights)",
+    )
+    p.add_argument("--device", default="cpu", help="where --calibrate runs the model (default: cpu)")
     p.set_defaults(func=cmd_plan)

@@ -198,3 +198,21 @@ def test_bad_option_is_a_clear_error(tiny_model: Path, data_dir: Path, capsys: p
     code = main(["plan", "--model", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--template", "extended"])
     assert code == 2
     assert "option template='extended'" in capsys.readouterr().err
+
+
+def test_calibration_turns_prompt_tokens_into_time(tiny_model: Path, data_dir: Path, capsys) -> None:
+    out = plan(capsys, "--model", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--limit", "2", "--calibrate")
+    calibration, total = out["calibration"], out["rows"][-1]
+    assert calibration["seconds_per_token"] > 0 and calibration["prompts"] == 4  # all four distinct prompts
+    assert calibration["tokens"] == total["prompt_tokens"] and calibration["rounds"] == 3
+    for backend, seconds in out["estimated_seconds"].items():
+        tokens = total["backends"][backend]["prompt_tokens"]
+        assert seconds == pytest.approx(tokens * calibration["seconds_per_token"])
+
+
+def test_calibration_samples_prompts_across_their_lengths() -> None:
+    from biasmonkey.harness_ext.app.calibrate import sample_prompts
+
+    contexts = [tuple(range(n)) for n in range(1, 11)] + [(0,)]  # 10 distinct lengths, one repeated prompt
+    assert [len(p) for p in sample_prompts(contexts, 4)] == [1, 4, 7, 10]
+    assert len(sample_prompts(contexts, 20)) == 10
