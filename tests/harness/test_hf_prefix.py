@@ -26,7 +26,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
-from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM, cache_argument
+from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import DEFAULT_ROW_TOKENS, PrefixReuseHFLM, cache_argument
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, plan_rows, trie_token_count
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import family_of
@@ -302,7 +302,7 @@ def test_tree_requests_match_stock_under_any_settings(tiny_lms, settings: dict) 
     if settings.get("prefix_sharing", True):
         assert lm.computed_tokens == lm.trie_tokens and lm.fallback_requests == 0
         # beyond the limit: one batch's kept spines (4 rows), and the path of the deepest row
-        limit = settings.get("prefix_cache_tokens", 16384) + 4 * settings.get("row_tokens", 256)
+        limit = settings.get("prefix_cache_tokens", 16384) + 4 * settings.get("row_tokens", DEFAULT_ROW_TOKENS)
         assert lm.peak_cached_tokens <= limit + max(map(len, contexts))
         # each forward pads by at most 10% of its real positions, or to at most row_tokens positions
         real = lm.computed_tokens + lm.continuation_tokens
