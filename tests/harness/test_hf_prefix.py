@@ -54,6 +54,11 @@ SUITES: dict[str, tuple[list[str], dict[str, Any], int]] = {
         {"data_path": str(COGNITIVE_FIXTURE), "mode": "exact"},
         2,
     ),
+    "answer_position": (
+        ["biasmonkey_answer_position_abstract_algebra", "biasmonkey_answer_position_anatomy_fewshot"],
+        {},
+        3,
+    ),
 }
 
 
