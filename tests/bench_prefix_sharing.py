@@ -43,6 +43,11 @@ SUITES = {
     ),
     "yesno_zero_shot": (["biasmonkey_yesno_comps", "biasmonkey_yesno_babi"], {}, 150),
     "yesno_few_shot": (["biasmonkey_yesno_comps_fewshot", "biasmonkey_yesno_babi_fewshot"], {}, 150),
+    "answer_position": (
+        ["biasmonkey_answer_position_anatomy", "biasmonkey_answer_position_anatomy_fewshot"],
+        {},
+        150,
+    ),
     # the test fixture's tests (the full dataset needs the Hub or a local copy)
     "cognitive": (
         [
