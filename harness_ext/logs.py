@@ -141,10 +141,14 @@ class TaskOutput:
     given_options: Mapping[str, Any] = field(default_factory=dict, repr=False)  # as the harness logged them
 
     @property
+    def contract_harness(self) -> str:
+        """The harness as the family's contract names it ("lm_eval" or "inspect")."""
+        return "inspect" if self.harness == "inspect" else "lm_eval"
+
+    @property
     def options(self) -> Any:
         """The family's run options of this output (`--metadata` in lm-eval, `-T` in Inspect)."""
-        harness = "inspect" if self.harness == "inspect" else "lm_eval"
-        return self.family.options_type.from_mapping(self.given_options, harness)
+        return self.family.options_type.from_mapping(self.given_options, self.contract_harness)
 
     @property
     def suite(self) -> str:

@@ -8,8 +8,6 @@ import argparse
 import logging
 import sys
 from collections.abc import Callable, Iterator
-from importlib import import_module
-from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +17,14 @@ from biasmonkey.harness_ext.app.run import add_subcommand as add_run
 from biasmonkey.harness_ext.app.run import tasks_dir
 from biasmonkey.harness_ext.app.task_files_command import add_subcommand as add_task_files
 from biasmonkey.harness_ext.app.tasks_command import add_subcommand as add_tasks
-from biasmonkey.tasks.families import FAMILIES
+from biasmonkey.tasks.families import FAMILIES, family_module
 
 
 def family_hooks(name: str) -> Iterator[Callable[..., Any]]:
     """Each family's `name` hook, from its `tasks/<family>/commands.py` where it has one."""
     for family in FAMILIES:
-        module = f"biasmonkey.tasks.{family}.commands"
-        if find_spec(module) is not None and hasattr(hook := import_module(module), name):
-            yield getattr(hook, name)
+        if (module := family_module(family, "commands")) is not None and hasattr(module, name):
+            yield getattr(module, name)
 
 
 def family_options(kind: str, args: argparse.Namespace) -> dict[str, Any]:

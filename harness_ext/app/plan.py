@@ -293,21 +293,6 @@ def simple_counts(tasks: Sequence[TaskRequests]) -> tuple[int, int, int]:
     return documents, requests, prompts
 
 
-def _trie_tokens(continuations: set[tuple[int, ...]]) -> int:
-    """Continuation tokens run over a cached context: every proper prefix of a continuation, once."""
-    return len({cont[:j] for cont in continuations for j in range(1, len(cont))})
-
-
-def _per_context(encoded: Sequence[Encoded], key: str) -> dict[Any, tuple[tuple[int, ...], set[tuple[int, ...]]]]:
-    """Scored requests grouped by context (`key`: "tokens" or "text"): context tokens and the continuations."""
-    groups: dict[Any, tuple[tuple[int, ...], set[tuple[int, ...]]]] = {}
-    for e in encoded:
-        if e.request.continuation is not None:
-            k = e.context if key == "tokens" else e.request.context
-            groups.setdefault(k, (e.context, set()))[1].add(e.continuation)
-    return groups
-
-
 def _generations(encoded: Sequence[Encoded]) -> tuple[int, int]:
     """Sequences and prompt tokens of the generation requests: one sequence per request and repeat."""
     gens = [e for e in encoded if e.request.continuation is None]
@@ -320,11 +305,13 @@ def _stock_hf(encoded: Sequence[Encoded]) -> tuple[int, int]:
     return len(groups) + gen_sequences, sum(map(len, groups)) + gen_tokens
 
 
-def _per_distinct_context(encoded: Sequence[Encoded], key: str) -> tuple[int, int]:
-    groups = _per_context(encoded, key)
-    tokens = sum(len(context) + _trie_tokens(conts) for context, conts in groups.values())
+def _served(encoded: Sequence[Encoded], prefix_cache: bool) -> tuple[int, int]:
+    """biasmonkey-server: one request per distinct context text (one-token continuations only), of its
+    tokens; with the server's prefix cache on, at best their trie tokens."""
+    contexts = {e.request.context: e.context for e in encoded if e.request.continuation is not None}
+    tokens = trie_token_count(contexts.values()) if prefix_cache else sum(map(len, contexts.values()))
     gen_sequences, gen_tokens = _generations(encoded)
-    return len(groups) + gen_sequences, tokens + gen_tokens
+    return len(contexts) + gen_sequences, tokens + gen_tokens
 
 
 def trie_token_count(token_lists: Any) -> int:
@@ -382,12 +369,7 @@ def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str,
     if backend in ("biasmonkey-server", "server-prefix-cache"):
         if any(e.request.continuation is not None and len(e.continuation) > 1 for e in every):
             return Cost(None, None)  # refused: one next-token distribution cannot score them
-        sequences, tokens = _per_distinct_context(every, "text")
-        if backend == "server-prefix-cache":
-            gen_sequences, gen_tokens = _generations(every)
-            scored = [e for e in every if e.request.continuation is not None]
-            tokens = trie_token_count(_distinct_contexts(scored)) + gen_tokens
-        return Cost(sequences, tokens)
+        return Cost(*_served(every, prefix_cache=backend == "server-prefix-cache"))
     if backend == "vllm":
         return Cost(*_per_request(every))
     if backend == "inspect":

@@ -73,9 +73,8 @@ def metric_table(family: Family, outputs: Sequence[TaskOutput]) -> SummaryTable:
     """One row per task: each metric the task reports in its harness, under its name, computed from the records."""
     rows = []
     for out in outputs:
-        harness = "inspect" if out.harness == "inspect" else "lm_eval"
         records = out.read_records()
-        metrics = reported(family, out.options, harness, family.tasks[out.task])
+        metrics = reported(family, out.options, out.contract_harness, family.tasks[out.task])
         rows.append({"task": out.task, **{m.name: m.compute(records) for m in metrics}})
     return SummaryTable(rows, list(dict.fromkeys(k for r in rows for k in r)))
 

@@ -3,8 +3,6 @@ every biasmonkey task as `biasmonkey/<name>`: each family's Inspect adapter
 (`tasks/<family>/inspect_task.py`) registers its tasks with Inspect's `@task` when imported, so
 `inspect eval biasmonkey/acquiescence` works from any directory."""
 
-from importlib import import_module
+from biasmonkey.tasks.families import FAMILIES, family_module
 
-from biasmonkey.tasks.families import FAMILIES
-
-ADAPTERS = {name: import_module(f"biasmonkey.tasks.{name}.inspect_task") for name in FAMILIES}
+ADAPTERS = {name: family_module(name, "inspect_task") for name in FAMILIES}

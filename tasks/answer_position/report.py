@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasmonkey.metrics.yesno import relative_change
 from biasmonkey.tasks.answer_position import baselines
 from biasmonkey.tasks.answer_position.data import MMLU_DOMAINS
 from biasmonkey.tasks.answer_position.family import FAMILY
@@ -59,12 +60,6 @@ relative change of the means, 100 · (Specific − plain) / plain. The authors' 
 """
 
 
-def _relative(base: float, corrected: float) -> float:
-    if base == 0 or math.isnan(base) or math.isnan(corrected):
-        return math.nan
-    return 100.0 * (corrected - base) / base
-
-
 def baseline_table(prompt: str, root: Any = None) -> pd.DataFrame:
     """The authors' 16 models on one prompt type (means over the subjects of their per-subject
     results; `tests/answer_position/test_answer_position_baselines.py` checks them against their summaries)."""
@@ -73,9 +68,9 @@ def baseline_table(prompt: str, root: Any = None) -> pd.DataFrame:
     means["subjects"] = per_subject.groupby(["family", "model"], sort=False).size().to_numpy()
     means["prompt"], means["source"] = prompt, AUTHORS
     means["delta_pct_accuracy_specific"] = [
-        _relative(b, c) for b, c in zip(means["accuracy"], means["accuracy_specific"])
+        relative_change(b, c) for b, c in zip(means["accuracy"], means["accuracy_specific"])
     ]
-    means["delta_pct_rstd_specific"] = [_relative(b, c) for b, c in zip(means["rstd"], means["rstd_specific"])]
+    means["delta_pct_rstd_specific"] = [relative_change(b, c) for b, c in zip(means["rstd"], means["rstd_specific"])]
     return means[list(COLUMNS)]
 
 
@@ -123,8 +118,8 @@ def model_table(
         means = {m: float(mine[m].mean(skipna=False)) for m in baselines.METRICS}
         row = {"prompt": prompt, "source": "this run", "family": "", "model": model, "subjects": len(mine)}
         row |= means
-        row["delta_pct_accuracy_specific"] = _relative(means["accuracy"], means["accuracy_specific"])
-        row["delta_pct_rstd_specific"] = _relative(means["rstd"], means["rstd_specific"])
+        row["delta_pct_accuracy_specific"] = relative_change(means["accuracy"], means["accuracy_specific"])
+        row["delta_pct_rstd_specific"] = relative_change(means["rstd"], means["rstd_specific"])
         parts.append(pd.DataFrame([row], columns=list(COLUMNS)))
         if include:
             parts.append(baseline_table(prompt, root))

@@ -8,19 +8,16 @@ that have results, in the registry's order."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from importlib import import_module
-from importlib.util import find_spec
 from types import ModuleType
 from typing import Any
 
-from biasmonkey.tasks.families import FAMILIES
+from biasmonkey.tasks.families import FAMILIES, family_module
 
 
 def family_reports(models: Sequence[Any] | None = None) -> dict[str, ModuleType]:
     """Each family's report module, by family name; with `models`, only the families they have results of."""
     found = {}
     for name in FAMILIES:
-        module = f"biasmonkey.tasks.{name}.report"
-        if find_spec(module) is not None and (models is None or any(m.tasks(name) for m in models)):
-            found[name] = import_module(module)
+        if (models is None or any(m.tasks(name) for m in models)) and (module := family_module(name, "report")):
+            found[name] = module
     return found
