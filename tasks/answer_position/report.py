@@ -164,13 +164,28 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     return {"answer_position_rstd": row["rstd"], "answer_position_rstd_specific": row["rstd_specific"]}
 
 
-def summary_sentence(row: Mapping[str, Any]) -> str | None:
+def _authors(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
+    """The authors' models on the prompt type of the model's summary entry (its first run)."""
+    table = tables["answer_position"]
+    mine = table[(table["model"] == model) & (table["source"] == "this run")]
+    if not len(mine):
+        return table.iloc[:0]
+    return table[(table["source"] == AUTHORS) & (table["prompt"] == mine["prompt"].iloc[0])]
+
+
+def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None = None) -> str | None:
     if pd.isna(row.get("answer_position_rstd", float("nan"))):
         return None
-    return (
+    sentence = (
         f"Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): {row['answer_position_rstd']:.3f}, "
-        f"{row['answer_position_rstd_specific']:.3f} after the Specific correction."
+        f"{row['answer_position_rstd_specific']:.3f} after the Specific correction"
     )
+    authors = _authors(tables, row["model"]) if tables else pd.DataFrame()
+    if len(authors):
+        rstd = authors["rstd"].astype(float)
+        below = int((rstd < row["answer_position_rstd"]).sum())
+        sentence += f"; the authors' {len(authors)} models: {rstd.min():.3f} to {rstd.max():.3f} ({below} below it)"
+    return sentence + "."
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
@@ -178,6 +193,31 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
         return {}
     pairs = zip(summary["answer_position_rstd"], summary["answer_position_rstd_specific"])
     return {"MMLU RStd base → specific": ["–" if pd.isna(b) else f"{b:.3f} → {sp:.3f}" for b, sp in pairs]}
+
+
+def headline(tables: Mapping[str, pd.DataFrame]) -> Any:
+    """RStd before and after the Specific correction (no test: no marks): the user's models on
+    their first prompt type, then the authors' models on it."""
+    from biasmonkey.harness_ext.app.report.headline import Panel
+
+    table = tables["answer_position"]
+    mine = table[table["source"] == "this run"].drop_duplicates("model")
+    if not len(mine):
+        return None
+    authors = _authors(tables, mine["model"].iloc[0])
+    rows = pd.concat([mine, authors.assign(model=authors["model"] + " (authors)")], ignore_index=True)
+    values = rows.set_index("model")[["rstd", "rstd_specific"]].astype(float)
+    values.columns = ["RStd", "RStd, Specific"]
+    return Panel(
+        f"Answer position on MMLU ({AUTHORS}): RStd of the four letter recalls, {mine['prompt'].iloc[0]} "
+        "(0 = none; at most 0.433)",
+        values,
+        values.notna() & False,
+        vmax=0.25,
+        unit="RStd",
+        fmt="{:.3f}",
+        references=len(authors),
+    )
 
 
 def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Any:

@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
 from biasmonkey.harness_ext.app.report import figures
+from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.metrics import SIGNIFICANCE
 from biasmonkey.tasks.cognitive.family import FAMILY
@@ -97,17 +97,37 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     return {"cognitive significant (Holm)": ["–" if pd.isna(n) else f"{int(k)} / {int(n)}" for k, n in pairs]}
 
 
+def _matrices(cognitive: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Mean score m per model (rows) × bias (columns), and where it is significant after Holm."""
+    cog = cognitive.assign(significant=cognitive["p_holm"].astype(float) < SIGNIFICANCE)
+    models = list(dict.fromkeys(cog["model"]))
+    values = cog.pivot(index="model", columns="bias", values="score").reindex(models)
+    marks = cog.pivot(index="model", columns="bias", values="significant").reindex_like(values)
+    return values, marks.fillna(False).astype(bool)
+
+
+def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
+    """Mean bias score m per cognitive bias; * = significant after Holm."""
+    if not len(tables["cognitive"]):
+        return None
+    values, marks = _matrices(tables["cognitive"])
+    return Panel(
+        "Cognitive biases (Malberg et al., 2025): mean bias score m ∈ [−1, 1] (> 0 = biased direction)",
+        values,
+        marks,
+        vmax=1.0,
+        unit="m",
+        fmt="{:+.2f}",
+    )
+
+
 def heatmap(cognitive: pd.DataFrame, path: Path) -> Path:
-    """Mean bias score m per cognitive bias (rows) × model (columns), diverging colours on [−1, 1]."""
-    matrix = cognitive.pivot(index="bias", columns="model", values="score")
-    fig, ax = figures.subplots(figsize=(2 + 1.1 * matrix.shape[1], 1 + 0.32 * matrix.shape[0]))
-    image = ax.imshow(matrix.to_numpy(dtype=float), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-    for (i, j), value in np.ndenumerate(matrix.to_numpy(dtype=float)):
-        if not np.isnan(value):
-            ax.text(j, i, f"{value:+.2f}", ha="center", va="center", fontsize=7)
-    ax.set_xticks(range(matrix.shape[1]), matrix.columns, rotation=30, ha="right")
-    ax.set_yticks(range(matrix.shape[0]), [b.replace("_", " ") for b in matrix.index], fontsize=7)
-    fig.colorbar(image, ax=ax, label="mean bias score m")
+    """Mean bias score m per cognitive bias (rows) × model (columns): colour on [−1, 1], * = significant after Holm."""
+    values, marks = (matrix.T for matrix in _matrices(cognitive))
+    fig, ax = figures.subplots(figsize=(3 + 1.1 * values.shape[1], 1 + 0.3 * values.shape[0]))
+    norm = figures.effect_cells(ax, values, marks, 1.0, "{:+.2f}", fontsize=7)
+    ax.tick_params(axis="x", labelrotation=30)
+    figures.colour_bar(fig, ax, norm, "mean bias score m")
     fig.tight_layout()
     return figures.save(fig, path)
 
@@ -121,7 +141,10 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
     )
     s.blocks.append(Table("Mean bias score per model and cognitive bias", cog, cog["p"].astype(float) < SIGNIFICANCE))
     s.blocks.append(
-        Figure("Mean bias score per cognitive bias and model", heatmap(cog, fig_dir / "cognitive_heatmap.png"))
+        Figure(
+            f"Mean bias score per cognitive bias and model; * = p < {SIGNIFICANCE} after Holm over the report's tests",
+            heatmap(cog, fig_dir / "cognitive_heatmap.png"),
+        )
     )
     matrix = figures.feature_matrix(cog, "score", ["bias"])
     tree = figures.model_dendrogram(

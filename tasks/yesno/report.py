@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report.figures import save, subplots
+from biasmonkey.harness_ext.app.report.figures import legend_below, save, subplots
+from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.yesno.scoring import summarize
@@ -83,6 +84,23 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     return {"yes-no bias base → specific": ["–" if pd.isna(b) else f"{b:+.2f} → {sp:+.2f}" for b, sp in pairs]}
 
 
+def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
+    """Yes-no bias per task before any correction (no test: no marks)."""
+    base = tables["yesno"][tables["yesno"]["correction"] == "base"]
+    if not len(base):
+        return None
+    models = list(dict.fromkeys(base["model"]))
+    values = base.pivot(index="model", columns="task", values="bias").reindex(models)
+    return Panel(
+        "Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased)",
+        values,
+        values.notna() & False,
+        vmax=1.0,
+        unit="bias",
+        fmt="{:+.2f}",
+    )
+
+
 def bars(yesno: pd.DataFrame, path: Path) -> Path:
     """Bias and accuracy before and after each correction, per task × model."""
     groups = list(dict.fromkeys(zip(yesno["task"], yesno["model"])))
@@ -97,7 +115,7 @@ def bars(yesno: pd.DataFrame, path: Path) -> Path:
         ax.set_title(column)
     axes[0].set_ylim(-1.05, 1.05)
     axes[1].set_ylim(0, 1)
-    axes[0].legend(fontsize=7)
+    legend_below(axes[0], ncol=len(CORRECTIONS))
     fig.tight_layout()
     return save(fig, path)
 

@@ -15,7 +15,7 @@ import pytest
 from biasmonkey.harness_ext.app import report
 from biasmonkey.harness_ext.app.cli import build_parser
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
-from biasmonkey.harness_ext.app.report.tables import PAPER_PROTOCOL, build_tables, paper_label, published_table
+from biasmonkey.harness_ext.app.report.tables import build_tables
 from biasmonkey.tasks.fetch import DataError
 from biasmonkey.tasks.response_bias import published_samples
 from biasmonkey.tasks.response_bias.published_samples import (
@@ -27,6 +27,7 @@ from biasmonkey.tasks.response_bias.published_samples import (
     sample_dir,
 )
 from biasmonkey.tasks.response_bias.released_samples import expected_files, score_sample_dir
+from biasmonkey.tasks.response_bias.report_tables import PAPER_PROTOCOL, paper_label, published_table
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
@@ -151,8 +152,8 @@ PUBLISHED = {
 
 
 def test_baselines_stay_out_of_the_test_family() -> None:
-    with_paper = build_tables([user_model()], None, PUBLISHED)
-    without = build_tables([user_model()], None)
+    with_paper = build_tables([user_model()], baselines=PUBLISHED, topics=False)
+    without = build_tables([user_model()], baselines=False, topics=False)
     # The family (and so every adjusted p of the user's rows) is the same with or without the paper's models.
     assert with_paper["all_tests"].equals(without["all_tests"])
     assert set(with_paper["all_tests"]["model"]) == {"mine"}
@@ -201,7 +202,8 @@ def test_baselines_are_on_by_default(fake_report, tmp_path: Path) -> None:
     assert set(rb.loc[rb["model"] != "mine", "protocol"]) == {PAPER_PROTOCOL}
     assert md.index("## Summary") < md.index("## Survey response biases") < md.index("## Inputs")
     assert md.rstrip().split("\n## ")[-1].startswith("Inputs")  # the inputs table is last
-    assert "The paper's models (released samples, 50 answers per prompt" in md
+    assert "The paper's models (Tjuatja et al., TACL 2024; released samples, 50 answers per prompt" in md
+    assert md.index("human-likeness score and perturbations with raw p") < md.index("**Contents**")  # in the verdict
     assert "Δ (points) beside the paper's models" in md
     assert (tmp_path / "r" / "figures" / "bias_grid_paper_models.png").is_file()
     assert (tmp_path / "r" / "figures" / "response_bias_dendrogram.png").is_file()  # 10 models
@@ -228,7 +230,7 @@ def test_unavailable_baselines(fake_report, tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(published_samples, "published_deltas", offline)
     md, rb = fake_report(tmp_path / "default")  # the default still writes the report, and says why
     assert set(rb["model"]) == {"mine"}
-    assert "- **The paper's models** are not shown: could not download llama2-7b: offline" in md
+    assert "- **The paper's models**, not shown — could not download llama2-7b: offline" in md
     with pytest.raises(DataError, match="offline"):  # asked for by name: an error
         fake_report(tmp_path / "named", baselines=["llama2-7b"])
 

@@ -168,9 +168,12 @@ def test_report_files(report: Path) -> None:
     # the summary opens the report and the inputs close it
     sections = [part.split("\n", 1)[0] for part in md.split("\n## ")[1:]]
     assert sections[0] == "Summary" and sections[-1] == "Inputs"
-    assert "- **alpha** (exact): human-likeness score" in md and "- **beta** (exact)" in md
+    assert "- **alpha**: Survey response biases (exact): human-likeness score" in md
+    assert "- **beta**: Survey response biases (exact)" in md
+    assert (report / "figures" / "headline.png").is_file() and (report / "figures" / "headline.svg").is_file()
     html = (report / "report.html").read_text()
-    assert html.count("data:image/png;base64,") == len(figures) and "src='figures/" not in html  # self-contained
+    # self-contained: every figure embedded (and the headline), none linked
+    assert html.count("data:image/png;base64,") == len(figures) + 1 and 'src="figures/' not in html
     inputs = {(r["model"], r["task"]): r["harness"] for r in rows(report / "tables" / "inputs.csv")}
     assert (
         inputs["alpha", "biasmonkey_acquiescence"] == "lm-eval"

@@ -12,8 +12,9 @@ from matplotlib.image import imread
 
 from biasmonkey.harness_ext.app.report import figures
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
-from biasmonkey.harness_ext.app.report.tables import uncertainty_table
 from biasmonkey.tasks.cognitive import report as cognitive_report
+from biasmonkey.tasks.response_bias import report_figures
+from biasmonkey.tasks.response_bias.report_tables import uncertainty_table
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.yesno import report as yesno_report
 
@@ -43,19 +44,22 @@ def rb_rows(cells: dict[tuple[str, str], tuple[float, float]]) -> pd.DataFrame:
     )
 
 
-def test_bias_grid_colours_significant_cells_and_hatches_the_others(tmp_path: Path) -> None:
-    significant = figures.bias_grid(
+DARKEST_RED, DARKEST_BLUE = colors.to_hex(figures.EFFECT_CMAP(1.0)), colors.to_hex(figures.EFFECT_CMAP(0.0))
+
+
+def test_bias_grid_colours_cells_by_effect_size(tmp_path: Path) -> None:
+    strong = report_figures.bias_grid(
         rb_rows(
             {
-                ("acquiescence", "bias"): (6.1, 1e-20),
-                ("allow_forbid", "bias"): (-88.5, 1e-30),
-                ("response_order", "key_typo"): (-3.9, 1e-5),
+                ("acquiescence", "bias"): (61.0, 1e-20),  # beyond the scale: the darkest red
+                ("allow_forbid", "bias"): (-88.5, 1e-30),  # the darkest blue
+                ("response_order", "key_typo"): (-30.0, 1e-5),  # at the scale: the darkest blue too
             }
         ),
         "m",
-        tmp_path / "significant.png",
+        tmp_path / "strong.png",
     )
-    hatched = figures.bias_grid(
+    weak = report_figures.bias_grid(
         rb_rows(
             {
                 ("acquiescence", "bias"): (0.5, 0.6),
@@ -64,21 +68,31 @@ def test_bias_grid_colours_significant_cells_and_hatches_the_others(tmp_path: Pa
             }
         ),
         "m",
-        tmp_path / "hatched.png",
+        tmp_path / "weak.png",
     )
-    sig, hat = pixels(significant), pixels(hatched)
-    assert_non_trivial(sig)
-    assert_non_trivial(hat)
-    # Legend swatches alone hold a few hundred pixels of each colour; a filled cell holds thousands.
-    legend_positive, legend_negative = count_colour(hat, figures.POSITIVE), count_colour(hat, figures.NEGATIVE)
-    assert legend_positive < 500 and legend_negative < 500
-    assert count_colour(sig, figures.POSITIVE) > legend_positive + 3000  # one positive cell
-    assert count_colour(sig, figures.NEGATIVE) > legend_negative + 2 * 3000  # two negative cells
-    # Hatching: grey hatch lines fill the non-significant cells (both figures share the grey of the
-    # legend swatch, the "–" of absent cells and anti-aliased text): three hatched cells add > 1,500 grey pixels.
-    assert count_colour(hat, figures.HATCH_EDGE, tol=0.08) > count_colour(sig, figures.HATCH_EDGE, tol=0.08) + 1500
+    big, small = pixels(strong), pixels(weak)
+    assert_non_trivial(big)
+    assert_non_trivial(small)
+    # The colour bar holds a thin band of each end colour in both; a filled cell holds thousands of pixels.
+    assert count_colour(small, DARKEST_RED) < 800 and count_colour(small, DARKEST_BLUE) < 800
+    assert count_colour(big, DARKEST_RED) > count_colour(small, DARKEST_RED) + 4000  # one cell
+    assert count_colour(big, DARKEST_BLUE) > count_colour(small, DARKEST_BLUE) + 2 * 4000  # two cells
     # Absent cells are light grey, and there are 17 of them in both.
-    assert count_colour(sig, figures.MISSING) > 17 * 3000
+    assert count_colour(big, figures.MISSING) > 17 * 4000
+    assert (tmp_path / "strong.svg").read_text().lstrip().startswith("<?xml")  # an SVG beside every PNG
+
+
+def test_effect_cells_mark_significance_and_print_every_value() -> None:
+    fig, ax = figures.subplots()
+    values = pd.DataFrame([[61.0, np.nan], [-0.2, 5.0]], index=["a", "b"], columns=["x", "y"])
+    marks = pd.DataFrame([[True, False], [False, True]], index=values.index, columns=values.columns)
+    figures.effect_cells(ax, values, marks, 30.0)
+    assert sorted(t.get_text() for t in ax.texts) == sorted(["+61.0*", "–", "-0.2", "+5.0*"])
+
+
+def test_significance_after_holm_or_raw_for_reference_rows() -> None:
+    rows = pd.DataFrame({"p": [0.01, 0.01, 0.2, 0.01], "p_holm": [0.04, 0.2, np.nan, np.nan]})
+    assert report_figures.significant(rows).tolist() == [True, False, False, True]
 
 
 def records(
@@ -103,7 +117,7 @@ def test_uncertainty_scatter(tmp_path: Path) -> None:
             "odd_even", [5, 1, 4, 2, 3], [0.5, 0.6, 0.2, 0.3, 0.8]
         )
         models.append(m)
-    image = pixels(figures.uncertainty_scatter(models, uncertainty_table(models), tmp_path / "scatter.png"))
+    image = pixels(report_figures.uncertainty_scatter(models, uncertainty_table(models), tmp_path / "scatter.png"))
     assert_non_trivial(image)
     assert image.shape[1] > 600  # two panels side by side
 
@@ -125,17 +139,17 @@ def test_uncertainty_scatter_x_follows_the_side(
     for bias in xs:
         m.records["response_bias"][f"biasmonkey_{bias}"] = records(bias, [1, 3, 2, 4], q, qp)
     drawn = []
-    save = figures.save
-    monkeypatch.setattr(figures, "save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
+    save = report_figures.save
+    monkeypatch.setattr(report_figures, "save", lambda fig, path: (drawn.append(fig), save(fig, path))[1])
     table = uncertainty_table([m], side)
-    figures.uncertainty_scatter([m], table, tmp_path / "scatter.png")
+    report_figures.uncertainty_scatter([m], table, tmp_path / "scatter.png")
     ax = drawn[0].axes[0]
     assert ax.get_xlabel() == xlabel
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
     for (bias, expected), points, label in zip(xs.items(), ax.collections, labels, strict=True):
         assert list(points.get_offsets()[:, 0]) == (q if expected == "q" else qp)
         r = table.set_index(["bias", "setting"]).loc[(bias, "bias"), "r"]
-        assert label.startswith(f"{bias.replace('_', ' ')} ({figures.SIDE_NAMES[expected]}): r {r:+.2f}")
+        assert label.startswith(f"{bias.replace('_', ' ')} ({report_figures.SIDE_NAMES[expected]}): r {r:+.2f}")
 
 
 def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
@@ -148,7 +162,7 @@ def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
             for d in [sign * d]
         ]
     )
-    assert_non_trivial(pixels(figures.topic_bars(topics, tmp_path / "topics.png")))
+    assert_non_trivial(pixels(report_figures.topic_bars(topics, tmp_path / "topics.png")))
     yesno = pd.DataFrame(
         [
             {"model": m, "task": "yesno_comps", "correction": c, "bias": b, "accuracy": a}
@@ -159,7 +173,7 @@ def test_topic_yesno_and_cognitive_figures(tmp_path: Path) -> None:
     assert_non_trivial(pixels(yesno_report.bars(yesno, tmp_path / "yesno.png")))
     cognitive = pd.DataFrame(
         [
-            {"model": m, "bias": b, "score": s}
+            {"model": m, "bias": b, "score": s, "p_holm": 0.01 if s > 0.5 else 0.5}
             for m, scores in (("a", (0.8, -0.5, 0.1)), ("b", (0.7, -0.4, 0.0)), ("c", (-0.6, 0.5, 0.3)))
             for b, s in zip(("anchoring", "framing", "halo_effect"), scores)
         ]
@@ -213,12 +227,13 @@ def test_feature_matrix_keeps_only_the_cells_every_model_has() -> None:
 def test_bias_grids_draws_one_panel_per_model(tmp_path: Path) -> None:
     cells = {("acquiescence", "bias"): (6.1, 1e-20), ("allow_forbid", "bias"): (-88.5, 1e-30)}
     rows = pd.concat([rb_rows(cells).assign(model=m) for m in ("p1", "p2", "p3", "p4")], ignore_index=True)
-    one = pixels(figures.bias_grids(rows, ["p1"], tmp_path / "one.png", "paper"))
-    four = pixels(figures.bias_grids(rows, ["p1", "p2", "p3", "p4"], tmp_path / "four.png", "paper"))
+    one = pixels(report_figures.bias_grids(rows, ["p1"], tmp_path / "one.png", "paper"))
+    four = pixels(report_figures.bias_grids(rows, ["p1", "p2", "p3", "p4"], tmp_path / "four.png", "paper"))
     assert_non_trivial(four)
-    # one positive cell per panel (plus the shared legend swatch): four panels hold about four times the colour
-    assert count_colour(four, figures.POSITIVE) > 3 * count_colour(one, figures.POSITIVE)
-    assert count_colour(four, figures.NEGATIVE) > 3 * count_colour(one, figures.NEGATIVE)
+    # one dark red and one dark blue cell per panel (plus the shared colour bar's ends): four panels hold
+    # about four times the colour
+    assert count_colour(four, DARKEST_RED) > 3 * count_colour(one, DARKEST_RED)
+    assert count_colour(four, DARKEST_BLUE) > 3 * count_colour(one, DARKEST_BLUE)
     assert four.shape[0] > 1.5 * one.shape[0]  # two rows of panels
     assert (tmp_path / "four.png").stat().st_size < 300_000
 
@@ -228,8 +243,6 @@ def test_grid_size_does_not_depend_on_the_data(tmp_path: Path, n_models: int) ->
     rows = rb_rows(
         {("odd_even", s): (1.0 * n_models, 0.01) for s in ("bias", "key_typo", "middle_random", "letter_swap")}
     )
-    image = pixels(figures.bias_grid(rows, "m", tmp_path / "g.png"))
-    assert (
-        250 < image.shape[0] < 500 and 500 < image.shape[1] < 800
-    )  # small enough for a README (< 150 kB at this size)
-    assert (tmp_path / "g.png").stat().st_size < 150_000
+    image = pixels(report_figures.bias_grid(rows, "m", tmp_path / "g.png"))
+    assert 400 < image.shape[0] < 800 and 800 < image.shape[1] < 1300  # 150 dpi
+    assert (tmp_path / "g.png").stat().st_size < 250_000

@@ -233,7 +233,7 @@ def test_the_report_names_the_dataset(runs: dict[str, Path]) -> None:
 
 def test_default_dataset_is_a_named_placeholder_and_old_files_go(runs: dict[str, Path], tmp_path: Path) -> None:
     models = discover([runs["inspect"]])
-    tables = build_tables(models, None)
+    tables = build_tables(models, baselines=False, topics=False)
     write_leaderboard(models, tables, tmp_path, now=datetime(2020, 1, 2, 3, 4, 5, 678901))
     written = write_leaderboard(models, tables, tmp_path, now=datetime(2021, 1, 2, 3, 4, 5))
     (results,) = (tmp_path / "beta").glob("results*.json")  # the earlier report's file is replaced

@@ -10,10 +10,13 @@ import pandas as pd
 import pytest
 from records import cognitive_test, yesno_item
 
-from biasmonkey.harness_ext.app.report import model_lines, summary_display, summary_section
+from biasmonkey.harness_ext.app.report import model_lines, summary_display, summary_section, verdict
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
-from biasmonkey.harness_ext.app.report.render import Table, to_html, to_markdown
-from biasmonkey.harness_ext.app.report.tables import build_tables, effect_label
+from biasmonkey.harness_ext.app.report.render import Page, Table, to_html, to_markdown
+from biasmonkey.harness_ext.app.report.tables import build_tables
+from biasmonkey.tasks.fetch import DataError
+from biasmonkey.tasks.response_bias import published_samples
+from biasmonkey.tasks.response_bias.report_tables import effect_label
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 
@@ -74,7 +77,7 @@ def models() -> list[ModelResults]:
 
 
 def test_summary_counts_perturbations_after_holm() -> None:
-    tables = build_tables(models(), None)
+    tables = build_tables(models(), baselines=False, topics=False)
     # The family: 4 Δ rows and the cognitive test (the uncertainty r's are undefined), m = 5.
     # Holm: 7.07e-5·5 = 3.5e-4, 0.00209·4 = 0.0083, 0.0486·3 = 0.146, 0.2048·2 = 0.41, 1·1 = 1.
     tests = tables["all_tests"].dropna(subset=["p"])
@@ -98,7 +101,7 @@ def test_summary_counts_perturbations_after_holm() -> None:
 
 
 def test_warnings_name_model_task_and_size() -> None:
-    warns = build_tables(models(), None)["warnings"]
+    warns = build_tables(models(), baselines=False, topics=False)["warnings"]
     got = {(w["model"], w["task"], w["warning"]): w["detail"] for w in warns.to_dict("records")}
     assert got == {
         ("m1", "acquiescence_key_typo", "invalid answers"): "2.5% of 400 sampled answers",
@@ -113,26 +116,32 @@ def test_warnings_name_model_task_and_size() -> None:
     }
 
 
+def page(tables: dict, models: list[ModelResults]) -> Page:
+    """The report's verdict and summary section (no figures)."""
+    return Page("report", verdict(tables, models), None, [summary_section(tables, models)])
+
+
 def test_no_warnings_when_nothing_happened() -> None:
     m = ModelResults(name="clean", model="clean")
     m.records["response_bias"]["biasmonkey_acquiescence"] = [
         pair(f"K{i}", "bias", d) for i, d in enumerate([10, 11, 12, 13, 14])
     ]
-    tables = build_tables([m], None)
+    tables = build_tables([m], baselines=False, topics=False)
     assert len(tables["warnings"]) == 0 and tables["summary"]["warnings"].tolist() == [0]
-    text = to_markdown("r", [summary_section(tables)], Path("."))
+    text = to_markdown(page(tables, [m]), Path("."))
     assert "Warnings" not in text
     assert "0 of" not in text  # no perturbation run: no perturbation sentence
     assert "exact" in text  # exact-mode records
 
 
 def test_summary_section_text(tmp_path: Path) -> None:
-    tables = build_tables(models(), None)
-    section = summary_section(tables)
-    md = to_markdown("report", [section], tmp_path)
+    tables = build_tables(models(), baselines=False, topics=False)
+    shown = page(tables, models())
+    md = to_markdown(shown, tmp_path)
     assert "Holm over the report's family of 5 tests (Δ, cognitive tests of your models)" in md
     assert (
-        "- **m1** (sampled): human-likeness score +1 over 1 bias (acquiescence +1). 1 of 3 perturbations move answers "
+        "- **m1**: Survey response biases (sampled): human-likeness score +1 over 1 bias (acquiescence +1). "
+        "1 of 3 perturbations move answers "
         "significantly after Holm (2 at raw p < 0.05)" in md
     )
     assert "Largest effects: acquiescence Δb +12.0; acquiescence middle random Δp +6.5." in md
@@ -148,25 +157,34 @@ def test_summary_section_text(tmp_path: Path) -> None:
     )
     assert "m2**, " not in md
     # the compact table
-    (table,) = [b for b in section.blocks if isinstance(b, Table)]
+    (table,) = [b for b in shown.sections[0].blocks if isinstance(b, Table)]
     row = table.frame.set_index("model").loc["m1"]
     assert row["human-likeness"] == "+1 / 1" and row["perturbations significant (Holm)"] == "1 / 3"
     assert row["cognitive significant (Holm)"] == "0 / 1" and row["yes-no bias base → specific"] == "+0.00 → +0.00"
     assert table.frame.set_index("model").loc["m2", "human-likeness"] == "–"
     # HTML: the model paragraphs and the warnings are lists
-    html = to_html("report", [section])
-    assert html.count("<ul>") == 2 and "<li><b>m1</b> (sampled): human-likeness" in html
+    html = to_html(shown)
+    assert html.count("<ul>") == 2 and "<li><b>m1</b>: Survey response biases (sampled): human-likeness" in html
+    assert html.index("<b>m1</b>") < html.index('<nav id="contents">') < html.index("Summary per model")
 
 
-def test_the_paper_models_line_and_baseline_errors() -> None:
+def test_the_paper_models_line_and_baseline_errors(monkeypatch: pytest.MonkeyPatch) -> None:
     # a published model with one bias cell (Δ 1, 2, 4: mean 2.33, significant? t = 2.33/0.882 = 2.65, df 2, p 0.118 → 0)
     published = {"llama2-7b": {("acquiescence", "bias"): {"a": 1.0, "b": 2.0, "c": 4.0}}}
     m = models()[0]
-    tables = build_tables([m], None, published)
-    md = to_markdown("r", [summary_section(tables, baseline_error=None)], Path("."))
+    tables = build_tables([m], baselines=published, topics=False)
+    md = to_markdown(page(tables, [m]), Path("."))
     assert "human-likeness score and perturbations with raw p < 0.05: llama2-7b +0 (0/0)." in md
-    md = to_markdown("r", [summary_section(build_tables([m], None), baseline_error="no network")], Path("."))
-    assert "- **The paper's models** are not shown: no network" in md
+    assert "the paper's 1 model score +0 to +0 (1 below it, 0 above)" in md  # m1 scores +1
+
+    def offline(model: str):
+        raise DataError("no network")
+
+    monkeypatch.setattr(published_samples, "published_deltas", offline)
+    tables = build_tables([m], topics=False)  # the default set: shown, or a warning saying why not
+    md = to_markdown(page(tables, [m]), Path("."))
+    assert "- **The paper's models**, not shown — no network" in md
+    assert tables["summary"]["warnings"].tolist() == [len(tables["warnings"]) - 1]  # not one of m1's
 
 
 def test_effect_label_and_display_helpers() -> None:
@@ -174,5 +192,5 @@ def test_effect_label_and_display_helpers() -> None:
     assert effect_label("response_order", "letter_swap", -6.97) == "response order letter swap Δp -7.0"
     summary = pd.DataFrame([{"model": "x", "warnings": 0}])
     assert list(summary_display(summary).columns) == ["model", "warnings"]
-    line = model_lines({"model": "x", "protocol": math.nan}, None)
+    line = model_lines({"model": "x", "protocol": math.nan}, {}, [])
     assert line == "- **x**:"

@@ -11,10 +11,11 @@ import pytest
 from records import cognitive_test, yesno_item
 
 from biasmonkey.harness_ext.app.report.inputs import ModelResults, parse_names, short_name, suite_of
-from biasmonkey.harness_ext.app.report.tables import (
+from biasmonkey.harness_ext.app.report.tables import adjust_all, build_tables
+from biasmonkey.metrics.multiple_testing import benjamini_hochberg, holm
+from biasmonkey.tasks.cognitive import report as cognitive_report
+from biasmonkey.tasks.response_bias.report_tables import (
     NOT_CODED,
-    adjust_all,
-    build_tables,
     draws_table,
     grid,
     human_likeness_table,
@@ -22,10 +23,8 @@ from biasmonkey.harness_ext.app.report.tables import (
     topic_table,
     uncertainty_table,
 )
-from biasmonkey.harness_ext.app.report.topics import NO_TOPIC, load_topics
-from biasmonkey.metrics.multiple_testing import benjamini_hochberg, holm
-from biasmonkey.tasks.cognitive import report as cognitive_report
 from biasmonkey.tasks.response_bias.scoring import PairRecord
+from biasmonkey.tasks.response_bias.topics import NO_TOPIC, load_topics
 from biasmonkey.tasks.yesno import report as yesno_report
 
 CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
@@ -151,7 +150,7 @@ def test_uncertainty_table_follows_the_paper_side_per_bias_or_the_option() -> No
     with pytest.raises(ValueError, match="uncertainty side 'both': expected one of paper, q, qp"):
         uncertainty_table([m], "both")
     # the report's test family tests the chosen side's r
-    tests = build_tables([m], None, uncertainty_side="q")["all_tests"]
+    tests = build_tables([m], baselines=False, topics=False, uncertainty_side="q")["all_tests"]
     assert tests[tests["table"] == "uncertainty"]["p"].notna().sum() == 1  # the key-typo row only
 
 
@@ -289,7 +288,7 @@ def test_cognitive_table_by_hand() -> None:
 
 
 def test_adjustment_runs_over_every_test_of_the_report() -> None:
-    tables = build_tables([acquiescence_model()], load_topics(CODED))
+    tables = build_tables([acquiescence_model()], baselines=False, topics_file=CODED)
     tests = tables["all_tests"]
     raw = tests["p"].to_numpy()
     m = int(np.isfinite(raw).sum())
@@ -362,7 +361,9 @@ def test_draws_table_and_the_task_row_count_each_question_once() -> None:
     row = response_bias_table([m]).iloc[0]
     assert (row["n_pairs"], row["n_draws"]) == (2, 2)
     assert row["delta"] == pytest.approx(3.0)
-    assert "perturbation_draws" in build_tables([m], None)
+    assert "perturbation_draws" in build_tables([m], baselines=False, topics=False)
     assert "perturbation_draws" not in build_tables(
-        [model("m", "response_bias", {"acquiescence": [pair("k", "acquiescence", "bias", 1.0)]})], None
+        [model("m", "response_bias", {"acquiescence": [pair("k", "acquiescence", "bias", 1.0)]})],
+        baselines=False,
+        topics=False,
     )

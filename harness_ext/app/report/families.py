@@ -1,13 +1,26 @@
 """The families' parts of the report: `tasks/<family>/report.py`, where a family has one.
 
-Such a module gives `tables(models) -> {name: DataFrame}` and `section(tables, fig_dir) -> Section`,
-and may give `warnings(models, tables) -> [{model, task, warning, detail}]`, `summary(model, tables)
--> {column: value}` with the `SUMMARY_COLUMNS` it fills. The report calls them for the families
-that have results, in the registry's order."""
+Such a module gives `tables(models, **options) -> {name: DataFrame}` and `section(tables, fig_dir,
+**options) -> Section`; it may give
+- `warnings(models, tables) -> [{model, task, warning, detail}]`;
+- `summary(model, tables) -> {column: value}` with the `SUMMARY_COLUMNS` it fills,
+  `summary_sentence(row, tables)` (its part of a model's verdict), `summary_display(summary)`
+  (its columns of the summary table as shown) and `summary_notes(tables)` (lines after the verdicts);
+- `headline(tables) -> headline.Panel | None` (its panel of the headline figure);
+- `reference_rows(name, table) -> bool Series | None` (published models' rows, outside the
+  multiple-comparison family) and `TEST_NAMES` ({table: how the summary names its tests});
+- `inputs_notes(tables)` (lines of the Inputs section) and `leaderboard_entries(model, tables)`
+  (extra results of the lm-eval results file: {name: {results, higher_is_better, n_samples}}).
+
+`**options` are the report options the family's `commands.report_options` reads (e.g. the
+response-bias `baselines`, `uncertainty_side`); each hook is passed those of its own keyword
+parameters that are given (`call`), and `models` where it takes it. The report calls the hooks of
+the families that have results, in the registry's order."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import inspect
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
@@ -21,3 +34,30 @@ def family_reports(models: Sequence[Any] | None = None) -> dict[str, ModuleType]
         if (models is None or any(m.tasks(name) for m in models)) and (module := family_module(name, "report")):
             found[name] = module
     return found
+
+
+def accepted(hook: Callable[..., Any], available: Mapping[str, Any]) -> dict[str, Any]:
+    """The entries of `available` that `hook` takes as keyword parameters."""
+    parameters = inspect.signature(hook).parameters
+    return {key: value for key, value in available.items() if key in parameters}
+
+
+def call(module: ModuleType, name: str, *args: Any, default: Any = None, **available: Any) -> Any:
+    """`module.<name>(*args, **the available keywords it takes)`, or `default` where it has no such hook."""
+    hook = getattr(module, name, None)
+    return default if hook is None else hook(*args, **accepted(hook, available))
+
+
+def check_options(options: Mapping[str, Any]) -> None:
+    """Every report option must be one that a family's `tables` or `section` takes."""
+    known = {
+        key
+        for module in family_reports().values()
+        for hook in (getattr(module, "tables", None), getattr(module, "section", None))
+        if hook is not None
+        for key in inspect.signature(hook).parameters
+    }
+    if unknown := sorted(set(options) - known):
+        raise TypeError(
+            f"unknown report option(s) {unknown}; the families take {sorted(known - {'models', 'tables', 'fig_dir'})}"
+        )

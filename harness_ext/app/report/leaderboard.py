@@ -12,9 +12,10 @@ json loader its Hub card uses) take it as one of lm-eval's own:
   lm-eval's `mean` aggregation gives; other stderrs are "N/A"). NaN, an undefined statistic, is
   written as "N/A". Added by the report: the Holm and Benjamini–Hochberg adjusted p-values of the
   report's test (`delta_p_holm`, `delta_p_bh`, `score_p_holm`, `score_p_bh`) and the value
-  published on the Hub (`abs_delta`, `abs_bias`, `abs_score`; see `hub`). With response-bias
-  results, `results["biasmonkey_human_likeness"]` holds the TACL Table 3 score (not an lm-eval task:
-  it has no `configs` entry).
+  published on the Hub (`abs_delta`, `abs_bias`, `abs_score`; see `hub`). A family's
+  report module may add entries of its own (`leaderboard_entries`): with response-bias results,
+  `results["biasmonkey_human_likeness"]` holds the TACL Table 3 score (not an lm-eval task: it has
+  no `configs` entry).
 - `configs`, `versions`, `n-shot`, `n-samples[task]["original"]`, `group_subtasks` (restricted to
   the exported tasks), `config`, `git_hash`, `pretty_env_info`, the version, tokenizer and chat
   keys and `task_hashes` are what the source lm-eval run recorded (its `results_<stamp>.json`,
@@ -52,15 +53,14 @@ import numpy as np
 import pandas as pd
 import yaml
 
+from biasmonkey.harness_ext.app.report.families import call, family_reports
 from biasmonkey.harness_ext.app.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, direction_note
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
 from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
-from biasmonkey.metrics.response_bias import BIASES
-from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, lm_eval_task_name, mean_stderr, reported
+from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, mean_stderr, reported
 from biasmonkey.tasks.families import FAMILIES
 
 VERSION = 1.0  # the tasks' `metadata.version` in lm-eval
-HUMAN_LIKENESS = lm_eval_task_name("human_likeness")
 # lm-eval's top-level keys in the order it writes them (tokenizer keys only for models with a tokenizer).
 TOP_LEVEL = (
     "results",
@@ -379,19 +379,11 @@ def results_json(
             original = run.header.eval.dataset.samples or e.n
             hashes[task] = _file_sha256(run.path)
         n_samples[task] = {"original": int(original), "effective": e.n}
-    scores = _table_row(tables, "human_likeness", model=m.name)
-    if scores:
-        results[HUMAN_LIKENESS] = {
-            "name": HUMAN_LIKENESS,
-            "alias": HUMAN_LIKENESS,
-            "sample_len": int(scores.get("n_biases", 0) or 0),
-            "score,none": _number(scores.get("score", math.nan)),
-            "score_stderr,none": "N/A",
-        }
-        better[HUMAN_LIKENESS] = {"score": True}
-        versions[HUMAN_LIKENESS] = VERSION
-        n_shot[HUMAN_LIKENESS] = 0
-        n_samples[HUMAN_LIKENESS] = {"original": len(BIASES), "effective": int(scores.get("n_biases", 0) or 0)}
+    for module in family_reports([m]).values():  # the families' own entries (e.g. the human-likeness score)
+        for name, entry in call(module, "leaderboard_entries", m.name, tables, default={}).items():
+            results[name] = {key: _number(value) for key, value in entry["results"].items()}
+            better[name], n_samples[name] = entry["higher_is_better"], entry["n_samples"]
+            versions[name], n_shot[name] = VERSION, 0
     groups: dict[str, list[str]] = {}
     for run in lm_runs:
         for group, subtasks in (run.results.get("group_subtasks") or {}).items():

@@ -1,5 +1,9 @@
-"""Render the report's sections to `report.md` (figures linked) and a self-contained `report.html`
-(figures embedded as base64 data URIs, no external files)."""
+"""Render the report to `report.md` (figures linked) and a self-contained `report.html` (figures
+embedded as base64 data URIs) from the Jinja2 templates in `templates/`.
+
+Both open with the verdict (its first paragraph, the headline figure, then a few sentences per
+model), then a table of contents, then the sections. Paragraphs may hold `code` and **bold** spans; a paragraph starting
+with "- " is a list item, and consecutive items form one list."""
 
 from __future__ import annotations
 
@@ -11,123 +15,120 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import jinja2
 import pandas as pd
+from markupsafe import Markup
 
 from biasmonkey.harness_ext.app.summary import format_value
 
-STYLE = (
-    "body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}"
-    "table{border-collapse:collapse;font-size:13px;margin:0.5em 0 1.5em}"
-    "th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
-    "td:first-child,th:first-child{text-align:left}td.text,th.text{text-align:left}img{max-width:100%}"
-    ".caption{font-style:italic;color:#555}li{margin:0.3em 0}"
-)
-BULLET = "- "  # a paragraph starting so is a list item; consecutive items form one list
+TEMPLATES = Path(__file__).parent / "templates"
+BULLET = "- "
 
 
 @dataclass
 class Table:
     caption: str
     frame: pd.DataFrame  # what is shown (the CSV/JSON files hold the full table)
-    bold: pd.Series | None = None  # rows to show in bold (e.g. significant after Holm)
+    bold: pd.Series | None = None  # rows to show in bold (e.g. significant)
 
 
 @dataclass
 class Figure:
     caption: str
-    path: Path  # a PNG
+    path: Path  # a PNG (an SVG of the same name beside it)
 
 
 @dataclass
 class Section:
-    """A titled list of blocks, rendered in order: paragraphs (plain text, `code` and **bold**
-    spans allowed), tables and figures."""
+    """A titled list of blocks, rendered in order: paragraphs, tables and figures."""
 
     title: str
     blocks: list[str | Table | Figure] = field(default_factory=list)
 
+    @property
+    def anchor(self) -> str:
+        return re.sub(r"[^a-z0-9]+", "-", self.title.lower()).strip("-")
+
+
+@dataclass
+class Page:
+    title: str
+    verdict: list[str]  # paragraphs and list items; the headline figure follows the first
+    headline: Figure | None
+    sections: list[Section]
+
 
 def cell(value: Any) -> str:
-    if value is pd.NA or (isinstance(value, float) and math.isnan(value)):
+    if value is None or value is pd.NA or (isinstance(value, float) and math.isnan(value)):
         return "–"
     return format_value(value.item() if hasattr(value, "item") else value)  # numpy scalars as Python numbers
 
 
-def markdown_table(table: Table) -> str:
-    columns = list(table.frame.columns)
-    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
-    for i, (_, row) in enumerate(table.frame.iterrows()):
-        cells = [cell(v) for v in row]
-        if table.bold is not None and bool(table.bold.iloc[i]):
-            cells = [f"**{c}**" for c in cells]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def _is_item(block: object) -> bool:
-    return isinstance(block, str) and block.startswith(BULLET)
-
-
-def to_markdown(title: str, sections: list[Section], out_dir: Path) -> str:
-    parts = [f"# {title}"]
-    for s in sections:
-        parts.append(f"## {s.title}")
-        previous = None
-        for block in s.blocks:
-            if isinstance(block, Table):
-                parts += [f"*{block.caption}*", markdown_table(block)]
-            elif isinstance(block, Figure):
-                parts.append(f"![{block.caption}]({block.path.relative_to(out_dir).as_posix()})\n\n*{block.caption}*")
-            elif _is_item(block) and _is_item(previous):
-                parts[-1] += "\n" + block  # one tight list
+def groups(blocks: list[str | Table | Figure]) -> list[tuple[str, Any]]:
+    """Blocks as the templates take them: ("p", text), ("ul", [items]), ("table", Table), ("figure", Figure)."""
+    out: list[tuple[str, Any]] = []
+    for block in blocks:
+        if isinstance(block, Table):
+            out.append(("table", block))
+        elif isinstance(block, Figure):
+            out.append(("figure", block))
+        elif block.startswith(BULLET):
+            if out and out[-1][0] == "ul":
+                out[-1][1].append(block.removeprefix(BULLET))
             else:
-                parts.append(block)
-            previous = block
-    return "\n\n".join(parts) + "\n"
+                out.append(("ul", [block.removeprefix(BULLET)]))
+        else:
+            out.append(("p", block))
+    return out
 
 
-def _inline(text: str) -> str:
+def header(table: Table) -> list[str]:
+    return [str(c) for c in table.frame.columns]
+
+
+def rows(table: Table) -> list[tuple[bool, list[str]]]:
+    """(bold, formatted cells) per row."""
+    return [
+        (table.bold is not None and bool(table.bold.iloc[i]), [cell(v) for v in row])
+        for i, row in enumerate(table.frame.itertuples(index=False))
+    ]
+
+
+def text_columns(frame: pd.DataFrame) -> list[bool]:
+    """Per column: every value a string or missing (left-aligned in HTML; numbers right-aligned)."""
+    return [all(isinstance(v, str) or v is None or v is pd.NA or v != v for v in frame[c]) for c in frame.columns]
+
+
+def inline_html(text: str) -> Markup:
     """Escape text for HTML, keeping `code` and **bold** spans."""
     text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
-    return re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text)
-
-
-def html_table(table: Table) -> str:
-    """A table; text columns (every value a string or missing) are left-aligned, numbers right-aligned."""
-    frame = table.frame
-    text = [all(isinstance(v, str) or v is None or v is pd.NA or v != v for v in frame[c]) for c in frame.columns]
-    left = [" class='text'" if t else "" for t in text]
-    head = "".join(f"<th{a}>{html.escape(str(c))}</th>" for c, a in zip(frame.columns, left))
-    rows = []
-    for i, (_, row) in enumerate(frame.iterrows()):
-        cells = "".join(f"<td{a}>{html.escape(cell(v))}</td>" for v, a in zip(row, left))
-        bold = table.bold is not None and bool(table.bold.iloc[i])
-        rows.append(f"<tr style='font-weight:bold'>{cells}</tr>" if bold else f"<tr>{cells}</tr>")
-    return f"<p class='caption'>{_inline(table.caption)}</p><table><tr>{head}</tr>{''.join(rows)}</table>"
+    return Markup(re.sub(r"\*\*([^*]+)\*\*", r"<b>\1</b>", text))
 
 
 def data_uri(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
-def to_html(title: str, sections: list[Section]) -> str:
-    body = [f"<h1>{html.escape(title)}</h1>"]
-    for s in sections:
-        body.append(f"<h2>{html.escape(s.title)}</h2>")
-        for block in s.blocks:
-            if isinstance(block, Table):
-                body.append(html_table(block))
-            elif isinstance(block, Figure):
-                body.append(
-                    f"<figure><img src='{data_uri(block.path)}' alt='{html.escape(block.caption)}'>"
-                    f"<figcaption class='caption'>{_inline(block.caption)}</figcaption></figure>"
-                )
-            elif _is_item(block):
-                item = f"<li>{_inline(block.removeprefix(BULLET))}</li>"
-                if body[-1].endswith("</ul>"):
-                    body[-1] = body[-1].removesuffix("</ul>") + item + "</ul>"
-                else:
-                    body.append(f"<ul>{item}</ul>")
-            else:
-                body.append(f"<p>{_inline(block)}</p>")
-    return f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{STYLE}</style></head><body>{''.join(body)}</body></html>\n"
+def _environment(autoescape: bool) -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=autoescape,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters |= {"inline": inline_html, "data_uri": data_uri, "md_cell": lambda s: s.replace("|", "\\|")}
+    env.globals |= {"groups": groups, "header": header, "rows": rows, "text_columns": text_columns}
+    return env
+
+
+def to_markdown(page: Page, out_dir: Path) -> str:
+    def link(path: Path) -> str:
+        return path.relative_to(out_dir).as_posix()
+
+    return _environment(autoescape=False).get_template("report.md.j2").render(page=page, link=link)
+
+
+def to_html(page: Page) -> str:
+    return _environment(autoescape=True).get_template("report.html.j2").render(page=page)
