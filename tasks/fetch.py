@@ -5,6 +5,12 @@ Every task family keeps its upstream files out of the package. A file is taken f
 sha256), otherwise it is downloaded once from its pinned URL, checked against its sha256 and
 cached under `cache_root()/data/<cache path>`. A cached copy is re-verified on every use.
 
+Downloading, checking and caching are pooch's (`pooch.retrieve` with the pinned sha256 as its
+`known_hash`): it streams into a temporary file beside the cached one and moves it into place only
+when the hash matches, so an interrupted or wrong download never reaches the cache, and it
+replaces a cached copy whose hash no longer matches. This module adds the error messages
+(`DataError`: the file, where it came from, the fix) and the `$BIASMONKEY_DATA_DIR` path.
+
 `pinned_files()` lists every pinned file of every family; `fill_cache` downloads (or copies from a
 local folder) and verifies them all into the cache, and `cache_status` says which are there
 (`biasmonkey data fetch` / `biasmonkey data status`).
@@ -12,21 +18,18 @@ local folder) and verifies them all into the cache, and `cache_status` says whic
 
 from __future__ import annotations
 
-import hashlib
-import logging
 import os
 import tempfile
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import pooch
+
 from biasmonkey.tasks.cache import cache_root
 
 DATA_DIR_ENV = "BIASMONKEY_DATA_DIR"
-
-log = logging.getLogger(__name__)
+TIMEOUT_S = 60  # per request (connecting, then each read)
 
 
 class DataError(ValueError):
@@ -34,7 +37,7 @@ class DataError(ValueError):
 
 
 def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return pooch.file_hash(str(path), alg="sha256")
 
 
 def verify(path: Path, expected: str, origin: str, upstream: str) -> Path:
@@ -72,23 +75,35 @@ def fetch_pinned(local_path: str, cache_path: str, url: str, sha256: str, upstre
     return path
 
 
+class _HashingDownloader:
+    """pooch's HTTP downloader that also notes the sha256 of what it fetched, for the error message
+    when pooch's own check refuses it (a pooch downloader: called with the URL and the temporary file)."""
+
+    def __init__(self) -> None:
+        self.http = pooch.HTTPDownloader(progressbar=False, timeout=TIMEOUT_S)
+        self.sha256: str | None = None
+
+    def __call__(self, url: str, output_file: str, pooch_obj: pooch.Pooch | None) -> None:
+        self.http(url, output_file, pooch_obj)
+        self.sha256 = sha256_of(Path(output_file))
+
+
 def download(url: str, dest: Path, expected: str, upstream: str) -> None:
     """Fetch url into dest, but only if its sha256 matches: a bad payload never reaches the cache."""
-    log.info("downloading %s", url)
+    downloader = _HashingDownloader()
     try:
-        with urllib.request.urlopen(url, timeout=60) as resp:
-            payload = resp.read()
-    except (urllib.error.URLError, OSError) as err:
+        pooch.retrieve(url, known_hash=f"sha256:{expected}", fname=dest.name, path=dest.parent, downloader=downloader)
+    except (ValueError, OSError) as err:
+        # pooch's hash check raises ValueError (the temporary file is already deleted); requests' errors
+        # (connection, HTTP status, timeout, a malformed URL) are OSErrors, as are disk errors
+        if downloader.sha256 is not None and downloader.sha256 != expected:
+            raise DataError(
+                f"checksum mismatch for {dest.name} downloaded from {url}: sha256 {downloader.sha256}, "
+                f"expected {expected} (upstream {upstream}); not cached"
+            ) from err
         raise DataError(
             f"could not download {url}: {err}. Set {DATA_DIR_ENV} to a local copy of the data to work offline."
         ) from err
-    actual = hashlib.sha256(payload).hexdigest()
-    if actual != expected:
-        raise DataError(
-            f"checksum mismatch for {dest.name} downloaded from {url}: sha256 {actual}, expected {expected} "
-            f"(upstream {upstream}); not cached"
-        )
-    _write_atomic(dest, payload)
 
 
 def _write_atomic(dest: Path, payload: bytes) -> None:

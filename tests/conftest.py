@@ -45,6 +45,8 @@ for _folder in sorted(Path(__file__).resolve().parent.iterdir()):
 # A hub lookup would only time out here (and tests never touch the network).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+# The tests name the Hub dataset they expect; a configured one in the caller's environment must not leak in.
+os.environ.pop("BIASMONKEY_HUB_DATASET", None)
 # Under pytest-xdist (`make test` runs one worker per core), one math thread per worker, inherited
 # by the harness subprocesses: more threads than cores only slows everyone down.
 if "PYTEST_XDIST_WORKER" in os.environ:

@@ -60,12 +60,28 @@ def hub_dataset_id(text: str) -> str:
         raise argparse.ArgumentTypeError(str(err)) from err
 
 
+def hub_model_id(text: str) -> str:
+    from biasmonkey.harness_ext.app.report.hub import check_repo_id
+
+    try:
+        return check_repo_id(text, "--push-to-hub", "model")
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from err
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from biasmonkey.harness_ext.app.report import write_report
-    from biasmonkey.harness_ext.app.report.hub import PLACEHOLDER_DATASET
+    from biasmonkey.harness_ext.app.report.hub import configured_dataset, push_eval_results, require_registered
     from biasmonkey.harness_ext.app.report.inputs import parse_names
 
-    hub = args.hub_dataset or PLACEHOLDER_DATASET
+    if args.push_to_hub is None:
+        needs = [name for name, given in (("--dry-run", args.dry_run), ("--no-pr", args.no_pr)) if given]
+        needs += ["--push-model"] if args.push_model is not None else []
+        if needs:
+            raise ValueError(f"{', '.join(needs)}: only with --push-to-hub ORG/MODEL")
+    hub, where = configured_dataset(args.hub_dataset)
+    if args.push_to_hub is not None:
+        require_registered(hub, where)  # before the report is written: nothing to upload under a placeholder
     md = write_report(
         args.results,
         args.out,
@@ -74,6 +90,15 @@ def cmd_report(args: argparse.Namespace) -> int:
         **family_options("report", args),
     )
     print(f"Report written to {md} and {md.with_suffix('.html')} (tables, figures and leaderboard files in {args.out})")
+    if args.push_to_hub is not None:
+        push_eval_results(
+            args.out / "leaderboard",
+            args.push_to_hub,
+            hub,
+            model=args.push_model,
+            create_pr=not args.no_pr,
+            dry_run=args.dry_run,
+        )
     return 0
 
 
@@ -126,7 +151,32 @@ def build_parser() -> argparse.ArgumentParser:
         type=hub_dataset_id,
         metavar="OWNER/NAME",
         help="the Hub Benchmark dataset that the .eval_results entries name (register it once: configs/hub/README.md; "
-        "default: a placeholder id, REPLACE-ME/biasmonkey)",
+        "default: $BIASMONKEY_HUB_DATASET, else `dataset:` in configs/hub/publish.yaml, else the placeholder "
+        "REPLACE-ME/biasmonkey)",
+    )
+    p.add_argument(
+        "--push-to-hub",
+        type=hub_model_id,
+        metavar="ORG/MODEL",
+        help="after writing the report, upload one model's .eval_results files to this model repo on the Hugging Face "
+        "Hub, as a pull request (needs a token: `hf auth login` or HF_TOKEN; refused while the dataset id is the "
+        "placeholder; docs/exports.md)",
+    )
+    p.add_argument(
+        "--push-model",
+        metavar="NAME",
+        help="with --push-to-hub: the report's model to publish, as the report names it (default: the model whose "
+        "Hub id is ORG/MODEL, or the report's only model)",
+    )
+    p.add_argument(
+        "--no-pr",
+        action="store_true",
+        help="with --push-to-hub: commit to the repo's main branch instead of opening a pull request (needs write access)",
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="with --push-to-hub: print the repo, the files and their contents that would be uploaded; upload nothing",
     )
     add_family_options("report", p)
     p.set_defaults(func=cmd_report)

@@ -48,6 +48,11 @@ def test_wheel_layout_and_entry_points(tmp_path: Path) -> None:
         "biasmonkey/tasks/cognitive/generation/generate.py" in names
         and "biasmonkey/harness_ext/app/report/__init__.py" in names
     )
+    # every package folder is packaged (setup.py finds them: a new family needs no line), and the report's templates
+    for folder in ("tasks", "metrics", "harness_ext"):
+        for init in (REPO / folder).rglob("__init__.py"):
+            assert f"biasmonkey/{init.relative_to(REPO).as_posix()}" in names
+    assert "biasmonkey/harness_ext/app/report/templates/report.html.j2" in names
     for suite in ("yesno", "cognitive"):
         shipped = {n for n in names if n.startswith(f"biasmonkey/tasks/{suite}/") and n.endswith(".yaml")}
         assert len(shipped) == len(list((REPO / "tasks" / suite).glob("*.yaml"))) > 0, suite

@@ -215,6 +215,7 @@ def test_eval_results_parse_with_huggingface_hub(runs: dict[str, Path]) -> None:
             (entry,) = parse_eval_result_entries(data)
             assert eval_result_entries_to_yaml([entry]) == data  # nothing outside the format
             assert (entry.dataset_id, entry.task_id) == (HUB, task) and task in benchmark_ids
+            assert entry.source_url == f"https://huggingface.co/datasets/{HUB}"  # the Benchmark's page
             suite = hub_tasks()[task][0]
             assert entry.value == pytest.approx(results[task][f"{HUB_METRIC[suite]},none"], abs=1e-6)
             assert entry.value >= 0 and entry.notes.startswith("lower = less biased")

@@ -31,9 +31,12 @@ json loader its Hub card uses) take it as one of lm-eval's own:
   source file and harness, the Hub dataset id) is in `config["biasmonkey"]`.
 
 `<model>/.eval_results/<task>.yaml` follows the Hub's format (https://huggingface.co/docs/hub/eval-results):
-a list with one entry `{dataset: {id, task_id}, value, date, notes}`; `dataset.id` is the Benchmark
-dataset (`--hub-dataset`), `task_id` one of the `tasks[].id` of `configs/hub/eval.yaml`, `value` the
-task's `abs_*` metric (lower = less biased), `notes` its definition and direction and the run setup.
+a list with one entry `{dataset: {id, task_id}, value, date, source: {url, name}, notes}`, built with
+huggingface_hub's `EvalResultEntry`; `dataset.id` is the Benchmark dataset (`--hub-dataset`, or as
+configured: `hub.configured_dataset`), `task_id` one of the `tasks[].id` of `configs/hub/eval.yaml`,
+`value` the task's `abs_*` metric (lower = less biased), `source.url` the Benchmark dataset's page,
+`notes` its definition and direction, the run setup and the model's Hub id where the run names it.
+`biasmonkey report --push-to-hub ORG/MODEL` uploads these files (`hub.push_eval_results`).
 """
 
 from __future__ import annotations
@@ -54,7 +57,14 @@ import pandas as pd
 import yaml
 
 from biasmonkey.harness_ext.app.report.families import call, family_reports
-from biasmonkey.harness_ext.app.report.hub import HUB_METRIC, PLACEHOLDER_DATASET, direction_note
+from biasmonkey.harness_ext.app.report.hub import (
+    HUB_METRIC,
+    PLACEHOLDER_DATASET,
+    direction_note,
+    eval_result,
+    model_hub_id,
+    model_note,
+)
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
 from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
 from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, mean_stderr, reported
@@ -457,19 +467,22 @@ def eval_results_entries(
     tables: Mapping[str, pd.DataFrame],
     hub_dataset: str = PLACEHOLDER_DATASET,
     exported: tuple[dict[str, SourceRun], dict[str, TaskExport]] | None = None,
+    source_url: str | None = None,
 ) -> dict[str, list[dict[str, Any]]]:
-    """{task: [entry]} in the Hub's `.eval_results` format: the task's `abs_*` value (lower = less biased)."""
+    """{task: [entry]} in the Hub's `.eval_results` format (built with huggingface_hub's `EvalResultEntry`,
+    `hub.eval_result`): the task's `abs_*` value (lower = less biased), the run's date, `source.url`
+    (`source_url`, default the Benchmark dataset's page) and `notes`: the value's definition and
+    direction, the run setup and, when the run names it, the model's Hub id (`hub.model_hub_id`)."""
     runs, exports = exported or model_exports(m, tables)
+    model = model_note(model_hub_id(m.model, m.config), m.model)
     entries = {}
     for task, export in exports.items():
         value = export.entry[f"{HUB_METRIC[export.suite]},none"]
         if not isinstance(value, (int, float)):
             continue  # undefined (no record with a value): nothing to publish
-        entry: dict[str, Any] = {"dataset": {"id": hub_dataset, "task_id": task}, "value": round(float(value), 6)}
-        if (date := _iso(runs[task].date)) is not None:
-            entry["date"] = date
-        entry["notes"] = f"{direction_note(task)}; {_setup(runs[task], export)}"
-        entries[task] = [entry]
+        notes = f"{direction_note(task)}; {_setup(runs[task], export)}" + (f"; {model}" if model else "")
+        date = _iso(runs[task].date)
+        entries[task] = eval_result(hub_dataset, task, round(float(value), 6), date, notes, source_url)
     return entries
 
 
@@ -492,7 +505,8 @@ def leaderboard_text(written: list[Path], hub_dataset: str) -> list[str]:
     if hub_dataset == PLACEHOLDER_DATASET:
         text.append(
             f"`{PLACEHOLDER_DATASET}` is a placeholder: register the Benchmark dataset once (configs/hub/README.md) and "
-            "rerun `biasmonkey report … --hub-dataset OWNER/NAME` before uploading the `.eval_results` files."
+            "rerun `biasmonkey report … --hub-dataset OWNER/NAME` (or set BIASMONKEY_HUB_DATASET, or `dataset:` in "
+            "configs/hub/publish.yaml) before uploading the `.eval_results` files; `--push-to-hub` refuses until then."
         )
     return text
 
