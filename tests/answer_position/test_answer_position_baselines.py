@@ -116,3 +116,41 @@ def test_report_hooks_recompute_a_model_from_its_records(monkeypatch) -> None:
     assert sentence.startswith("Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): 0.433,")
     section = report.section(tables, Path("unused"))
     assert section.title == "Answer-position bias on MMLU" and len(section.blocks) == 2
+
+
+def test_the_verdict_and_headline_place_a_model_among_the_authors_models() -> None:
+    """With the authors' results at hand: the sentence gives their 16 zero-shot models' RStd range and
+    how many lie below the model's; the headline panel holds the model then those 16 (reference rows)."""
+    table = pd.concat(
+        [
+            pd.DataFrame(
+                [{"prompt": "zeroshot", "source": "this run", "model": "m1", "rstd": 0.1, "rstd_specific": 0.05}]
+            ),
+            pd.DataFrame(
+                [
+                    {
+                        "prompt": "zeroshot",
+                        "source": report.AUTHORS,
+                        "model": f"a{i}",
+                        "rstd": r,
+                        "rstd_specific": r / 2,
+                    }
+                    for i, r in enumerate([0.02, 0.08, 0.2])
+                ]
+            ),
+            pd.DataFrame(
+                [{"prompt": "fewshot", "source": report.AUTHORS, "model": "b", "rstd": 0.0, "rstd_specific": 0.0}]
+            ),
+        ],
+        ignore_index=True,
+    )
+    tables = {"answer_position": table}
+    row = {"model": "m1", "answer_position_rstd": 0.1, "answer_position_rstd_specific": 0.05}
+    sentence = report.summary_sentence(row, tables)
+    assert sentence.endswith(
+        "0.100, 0.050 after the Specific correction; the authors' 3 models: 0.020 to 0.200 (2 below it)."
+    )
+    panel = report.headline(tables)
+    assert list(panel.values.index) == ["m1", "a0 (authors)", "a1 (authors)", "a2 (authors)"]  # zero-shot only
+    assert panel.values.loc["a2 (authors)"].tolist() == [0.2, 0.1] and panel.references == 3
+    assert not panel.significant.to_numpy().any()  # no test: no marks
