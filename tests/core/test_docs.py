@@ -19,10 +19,6 @@ DOCS = ROOT / "docs"
 PAGES = [README, *sorted(DOCS.glob("*.md"))]
 README_MAX_LINES = 160
 
-# Links allowed to point at a file that is not there yet. The lead adds the report's first screen
-# (docs/images/report-first-screen.png) and then removes it from this set.
-NOT_YET_THERE = {DOCS / "images" / "report-first-screen.png"}
-
 FENCE = re.compile(r"^ {0,3}(```|~~~).*?^ {0,3}\1[^\n]*$", re.M | re.S)
 INLINE_CODE = re.compile(r"`[^`\n]*`")
 LINK = re.compile(r"!?\[(?:[^\[\]]|\[[^\]]*\])*\]\(\s*<?([^)\s>]+)>?(?:\s+\"[^\"]*\")?\s*\)")
@@ -72,8 +68,6 @@ def test_readme_is_short():
 def test_relative_links_lead_somewhere(page: Path):
     broken = []
     for target, path, anchor in _relative_links(page):
-        if path in NOT_YET_THERE:
-            continue
         if not path.exists():
             broken.append(f"{target}: no such file")
         elif anchor and path.suffix == ".md" and anchor not in _anchors(path):
