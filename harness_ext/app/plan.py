@@ -18,8 +18,9 @@ own `loglikelihood` on an `HFLM` that holds only the model's tokenizer, no weigh
   - `vllm` (also `sglang`, `local-completions`): one full sequence per log-likelihood request, of
     context + continuation minus the last token (prompt log-probabilities are requested, so the
     prefix cache is not used);
-  - `biasmonkey-server`: one request per distinct context, of the context's tokens; it refuses
-    multi-token continuations (the cognitive tasks' exact mode), whose cost is then "–";
+  - `biasmonkey-server`: one request per distinct context, of the context's tokens, for one-token
+    continuations; one per distinct context + continuation, of all its tokens, for multi-token ones
+    (the cognitive tasks' exact mode: their prompt log-probabilities are echoed, outside the prefix cache);
   - `server-prefix-cache`: the same requests to a server whose prefix cache is on (vLLM
     `--enable-prefix-caching`): at best the trie tokens of the distinct contexts (vLLM reuses whole
     blocks of `--block-size` tokens, so it computes somewhat more);
@@ -64,7 +65,7 @@ BACKENDS = {
     "hf": "lm-eval hf: one sequence per context + all-but-last continuation tokens",
     "biasmonkey-hf": "each distinct prefix once: the prefix tree of the contexts and all-but-last continuation tokens",
     "vllm": "lm-eval vllm, sglang, local-completions: one full sequence per log-likelihood request",
-    "biasmonkey-server": "one request per distinct context",
+    "biasmonkey-server": "one request per distinct context (one per context + label for multi-token labels)",
     "server-prefix-cache": "biasmonkey-server with the server's prefix cache on: at best the distinct contexts' trie tokens",
     "inspect": "one request per side of a document",
 }
@@ -306,12 +307,16 @@ def _stock_hf(encoded: Sequence[Encoded]) -> tuple[int, int]:
 
 
 def _served(encoded: Sequence[Encoded], prefix_cache: bool) -> tuple[int, int]:
-    """biasmonkey-server: one request per distinct context text (one-token continuations only), of its
-    tokens; with the server's prefix cache on, at best their trie tokens."""
-    contexts = {e.request.context: e.context for e in encoded if e.request.continuation is not None}
+    """biasmonkey-server: one request per distinct context text of one-token continuations, of its
+    tokens (with the server's prefix cache on, at best their trie tokens), and one per distinct full
+    sequence of a multi-token continuation (its prompt log-probabilities echoed, of all its tokens:
+    vLLM reads no prefix cache for such requests)."""
+    scored = [e for e in encoded if e.request.continuation is not None]
+    contexts = {e.request.context: e.context for e in scored if len(e.continuation) == 1}
+    sequences = {(*e.context, *e.continuation) for e in scored if len(e.continuation) > 1}
     tokens = trie_token_count(contexts.values()) if prefix_cache else sum(map(len, contexts.values()))
     gen_sequences, gen_tokens = _generations(encoded)
-    return len(contexts) + gen_sequences, tokens + gen_tokens
+    return len(contexts) + len(sequences) + gen_sequences, tokens + sum(map(len, sequences)) + gen_tokens
 
 
 def trie_token_count(token_lists: Any) -> int:
@@ -367,8 +372,6 @@ def backend_cost(backend: str, tasks: Sequence[TaskRequests], encoded: dict[str,
     if backend == "biasmonkey-hf":
         return Cost(*_prefix_tree(every))
     if backend in ("biasmonkey-server", "server-prefix-cache"):
-        if any(e.request.continuation is not None and len(e.continuation) > 1 for e in every):
-            return Cost(None, None)  # refused: one next-token distribution cannot score them
         return Cost(*_served(every, prefix_cache=backend == "server-prefix-cache"))
     if backend == "vllm":
         return Cost(*_per_request(every))

@@ -12,6 +12,10 @@ carries the model's identity (model, dtype, backend). `--resume` continues an in
 it; without `--resume` a stale cache of the same model is removed first. Sampled answers
 (`mode=sample`) are never read back by lm-eval, so a sample-mode run keeps no cache and cannot resume.
 
+With `--backend server`, the run reads the server's prefix-cache counters (vLLM's Prometheus
+`/metrics`) before its first lm-eval step and after its last, and summary.md closes with the hit
+rate over the run (`engine_lines`), or says that the server does not expose it (llama.cpp).
+
 Arguments after `--` go to the lm_eval command line unchanged, after biasmonkey's own (`--seed`,
 `--gen_kwargs`, `--wandb_args`, …); a flag that biasmonkey sets itself is refused there, naming the
 biasmonkey option to use instead (`run_checks.check_lm_eval_args`).
@@ -261,6 +265,42 @@ def resume_hint(cache: Path | None) -> str | None:
     return f"{done:,} distinct finished requests are kept in {db}: run the same command with --resume to continue"
 
 
+def prefix_cache_counters(args: argparse.Namespace) -> dict[str, float] | None:
+    """The server's prefix-cache counters now (`served.read_prefix_cache`: vLLM's `/metrics`, with the
+    run's API key; None where the server exposes none, e.g. llama.cpp). Never raises."""
+    from biasmonkey.harness_ext.lm_eval.backends.served import read_prefix_cache
+
+    key = os.environ.get(args.api_key_env or DEFAULT_API_KEY_ENV)
+    return read_prefix_cache(args.base_url, headers={"Authorization": f"Bearer {key}"} if key else None)
+
+
+def engine_lines(base_url: str, before: dict[str, float] | None, after: dict[str, float] | None) -> list[str]:
+    """summary.md's lines on the served engine: the prefix-cache hit rate over the run, from the
+    server's counters read before and after it (in prompt tokens), or why there is none."""
+    where = f"`{base_url.rstrip('/').removesuffix('/v1')}/metrics`"
+    if before is None or after is None:
+        return [
+            f"Prefix-cache hit rate: not exposed by the server ({where} has no vLLM prefix-cache counters), "
+            "so none is given."
+        ]
+    queries, hits = after["queries"] - before["queries"], after["hits"] - before["hits"]
+    if queries < 0 or hits < 0:
+        return [
+            f"Prefix-cache hit rate: not measured, the server's counters at {where} went back during the run (a restart)."
+        ]
+    if queries == 0:
+        return [
+            f"Prefix-cache hit rate: n/a, no prompt tokens were looked up in the server's prefix cache during "
+            f"the run ({where}; answers from the request cache, or only requests for prompt log-probabilities, "
+            "which vLLM computes without its prefix cache)."
+        ]
+    return [
+        f"Prefix-cache hit rate: {100 * hits / queries:.1f}% ({hits:,.0f} of the {queries:,.0f} prompt tokens "
+        f"looked up during the run were in the server's prefix cache; the server's counters at {where}, so "
+        "other clients' requests in the same time count too)."
+    ]
+
+
 def run_lm_eval_child(cmd: list[str], env: dict[str, str]) -> int:
     """Run lm-eval in its own process group. SIGINT and SIGTERM stop it and everything it started:
     the signal is passed on, and after a grace period the group is killed. Returns lm-eval's exit
@@ -329,6 +369,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
     steps = lm_eval_steps(args, tasks, time.strftime("%Y%m%dT%H%M%S"))
+    counters = prefix_cache_counters(args) if args.backend == "server" else None
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:
             print(f"biasmonkey run: lm-eval run {number} of {len(steps)}: {step.tasks} -> {step.output}", flush=True)
@@ -340,7 +381,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                 print(hint, file=sys.stderr)
             return code
     if latest_outputs(args.output):
-        md, csv_path = write_summary(args.output)
+        engine = engine_lines(args.base_url, counters, prefix_cache_counters(args)) if args.backend == "server" else []
+        md, csv_path = write_summary(args.output, engine=engine)
         print(md.read_text())
         print(f"Summary written to {md} and {csv_path}")
     report = write_report([args.output], args.output / "report")

@@ -121,8 +121,11 @@ def table_lines(table: SummaryTable) -> list[str]:
     return lines
 
 
-def to_markdown(tables: Mapping[Run, Mapping[str, SummaryTable]], labels: Mapping[Run, str]) -> str:
-    """The summary: one run's tables under its title, or one section per run."""
+def to_markdown(
+    tables: Mapping[Run, Mapping[str, SummaryTable]], labels: Mapping[Run, str], engine: Sequence[str] = ()
+) -> str:
+    """The summary: one run's tables under its title, or one section per run; then `engine`, lines
+    about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate)."""
     if len(tables) == 1:
         ((run, families),) = tables.items()
         lines, level = [f"# Summary: {labels[run]}"], "##"
@@ -133,16 +136,23 @@ def to_markdown(tables: Mapping[Run, Mapping[str, SummaryTable]], labels: Mappin
             lines += ["", f"## {labels[run]}"]
         for name, table in families.items():
             lines += ["", f"{level} {FAMILIES[name].title}", "", *table_lines(table)]
+    if engine:
+        lines += ["", "## Served engine (this biasmonkey run)", "", *engine]
     return "\n".join(lines) + "\n"
 
 
 def write_summary(
-    output_dir: Path, out_dir: Path | None = None, model: str | None = None, **options: Any
+    output_dir: Path,
+    out_dir: Path | None = None,
+    model: str | None = None,
+    engine: Sequence[str] = (),
+    **options: Any,
 ) -> tuple[Path, Path]:
     """Write summary.md and summary.csv for an lm-eval output or Inspect log folder (into out_dir or
     the folder). Every run (model and settings) gets its own tables, titled with its model and
     settings, and its own rows in the CSV (the last columns `model`, `settings` and `family`); `model` keeps
-    one model's runs (`runs_in`); `options` are the families' summary options."""
+    one model's runs (`runs_in`); `engine`: lines closing summary.md about the served engine of the
+    `biasmonkey run` that writes it (`run.engine_lines`); `options` are the families' summary options."""
     tables = summary_tables(output_dir, model, **options)
     if not tables:
         raise ValueError(
@@ -155,7 +165,7 @@ def write_summary(
     labels = {run: run.label for run in tables}
     if len(set(labels.values())) < len(labels):  # two models with one short name: their full names
         labels = {run: str(run) for run in tables}
-    md.write_text(to_markdown(tables, labels))
+    md.write_text(to_markdown(tables, labels, engine))
     rows = [
         {**row, "model": run.model, "settings": describe(run.settings), "family": name}
         for run, families in tables.items()

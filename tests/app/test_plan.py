@@ -114,7 +114,8 @@ def test_multi_token_labels_cost_stock_backends_a_sequence_each(
     c = costs(task)
     assert c["hf"][0] == c["vllm"][0] == 22  # no two labels share context + all-but-last tokens
     assert c["biasmonkey-hf"][0] == 2
-    assert c["biasmonkey-server"] == (None, None)  # refused: multi-token labels
+    # the server: one echoed sequence per label, context + every label token (vllm: all but the last)
+    assert c["biasmonkey-server"] == (22, c["vllm"][1] + 22)
     # ours: each distinct prefix once (the labels' shared " Option" among them); stock: the context again per label
     assert c["biasmonkey-hf"][1] < c["hf"][1] / 5
     assert c["biasmonkey-hf"][1] <= task["trie_tokens"] + 11 * 3  # the contexts' trie, then a few label tokens

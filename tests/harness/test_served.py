@@ -170,14 +170,18 @@ def test_imputed_floors_are_counted_logged_and_read_back(server: str, data_dir: 
 
 
 @pytest.mark.slow
-def test_multi_token_labels_are_refused_and_generation_works(server: str) -> None:
-    """The cognitive tasks' exact mode scores "Option N:" labels (several tokens): refused before any
-    request is sent. Their generate mode runs through the server, one request per distinct prompt."""
+def test_multi_token_labels_are_a_clear_error_and_generation_works(server: str) -> None:
+    """The cognitive tasks' exact mode scores "Option N:" labels (several tokens) from the prompt's
+    log-probabilities of a token-id prompt; llama.cpp's server takes text prompts only: the first
+    such request is refused, not retried, and the error names the fixes. Their generate mode runs
+    through the server, one request per distinct prompt."""
     lm = served_lm(server)
     cognitive = ["biasmonkey_cognitive_anchoring"]
-    with pytest.raises(ValueError, match="'Option N:' labels.*--backend hf.*mode.*generate"):
+    fixes = r"'Option N:' labels.*vLLM.*--backend hf.*mode.*generate"
+    with pytest.raises(ServerError, match=rf"{server}/completions: HTTP 500: .*validation error.*\n.*{fixes}"):
         run(lm, cognitive, {"data_path": str(COGNITIVE_FIXTURE), "mode": "exact"}, 1)
-    assert lm.requests_sent == 0
+    assert 1 <= lm.requests_sent <= lm.num_concurrent and lm.sequences_scored == 0  # the requests in flight
+    lm = served_lm(server)
     results = run(lm, cognitive, {"data_path": str(COGNITIVE_FIXTURE), "mode": "generate", "protocol": "one_step"}, 1)
     (sample,) = results["samples"]["biasmonkey_cognitive_anchoring"]
     assert len(sample["filtered_resps"]) == 2 and all(isinstance(t, str) for t in sample["filtered_resps"])

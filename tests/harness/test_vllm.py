@@ -5,9 +5,13 @@ on the same weights and prompts.
 Exact mode in token-id mode (the backend's default `token_id_logprobs=true`: vLLM returns the
 log-probability of every answer spelling by token id): one request per distinct prompt, nothing
 imputed, every option probability and metric as hf's within 1e-4 (both run float32; different
-kernels). The cognitive tasks' exact mode is refused by the backend before any request (multi-token
-labels); their generate mode is compared with hf's greedy answers. The answer-position family's
-eight spellings per question are read from one request per question.
+kernels). The cognitive tasks' exact mode (multi-token "Option N:" labels, 7- and 11-point scales,
+with and without the chat template) is scored from the prompt log-probabilities of one token-id
+request per distinct (context, continuation) sequence: every label's log-likelihood, the metrics
+and is_greedy as hf's; their generate mode is compared with hf's greedy answers. The
+answer-position family's eight spellings per question are read from one request per question.
+`biasmonkey run --backend server` closes summary.md with the server's prefix-cache hit rate over
+the run, as the server's own counters show it.
 
 Sample mode: 200 seeded one-token draws at temperature 1, asked for with `n`, against the server's
 own next-token distribution (chi-square); the paper's Δ from samples (acquiescence, 10 pairs, 50
@@ -23,6 +27,9 @@ from __future__ import annotations
 
 import functools
 import math
+import re
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +40,7 @@ from conftest import require_prerequisite
 from lm_eval import simple_evaluate
 from lm_eval.api.instance import Instance
 from lm_eval.tasks import TaskManager
-from vllm_server import SERVED_NAME, vllm_server
+from vllm_server import SERVED_NAME, metrics, vllm_server
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 from biasmonkey.harness_ext.lm_eval.backends.served import MAX_N, ServedLM
@@ -55,6 +62,12 @@ CASES = {
     ),
     # eight spellings per question (" A", "A", … " D", "D") after one context
     "answer_position": (["biasmonkey_answer_position_abstract_algebra"], {}, 3),
+}
+# the cognitive tasks' exact mode ("Option N:" labels, several tokens): 11-point (anchoring) and
+# 7-point (framing) scales, raw prompts and under the chat template (the label without a leading space)
+COGNITIVE_CASES = {
+    "raw": (["biasmonkey_cognitive_anchoring", "biasmonkey_cognitive_framing_effect"], 2, False),
+    "chat_template": (["biasmonkey_cognitive_anchoring"], 1, True),
 }
 # sampled draws of one next token (temperature 1) against the model's own distribution
 PROMPT = "Pick a random letter from A, B, C or D.\nThe letter I pick is"
@@ -155,7 +168,7 @@ def test_option_probabilities_match_hf(pair: dict[str, Any]) -> None:
     assert worst <= TOLERANCE
 
 
-def test_metrics_match_hf(pair: dict[str, Any]) -> None:
+def assert_metrics_match(pair: dict[str, Any]) -> None:
     """Within 1e-4, relative for metrics larger than 1 (Δ and its interval are in percentage points)."""
     for task in pair["tasks"]:
         served, hf = pair["served"]["results"][task], pair["hf"]["results"][task]
@@ -169,10 +182,7 @@ def test_metrics_match_hf(pair: dict[str, Any]) -> None:
                 assert value == other, (task, name)
 
 
-def test_is_greedy_matches_hf(pair: dict[str, Any]) -> None:
-    """is_greedy is the model's top token over the whole vocabulary, as hf says, also where that top
-    token is a special one (<|im_end|> on the first acquiescence prompt) that the one generated token
-    is biased away from: the special tokens' log-probabilities are asked for with the spellings'."""
+def assert_is_greedy_matches(pair: dict[str, Any]) -> None:
     differ = []
     for task in pair["tasks"]:
         served = [[g for *_, g in doc] for doc in answers(pair["served"], task)]
@@ -182,17 +192,72 @@ def test_is_greedy_matches_hf(pair: dict[str, Any]) -> None:
     assert not differ, "; ".join(differ)
 
 
-def test_cognitive_exact_is_refused_and_generate_matches_hf(
-    server: str, hf: PrefixReuseHFLM, data_dir_with_cognitive_fixture: Path
-) -> None:
-    """Exact mode scores "Option N:" labels (several tokens): refused before any request. Generate
-    mode: one request per distinct prompt, the same greedy answers as hf."""
+def test_metrics_match_hf(pair: dict[str, Any]) -> None:
+    """Within 1e-4, relative for metrics larger than 1 (Δ and its interval are in percentage points)."""
+    assert_metrics_match(pair)
+
+
+def test_is_greedy_matches_hf(pair: dict[str, Any]) -> None:
+    """is_greedy is the model's top token over the whole vocabulary, as hf says, also where that top
+    token is a special one (<|im_end|> on the first acquiescence prompt) that the one generated token
+    is biased away from: the special tokens' log-probabilities are asked for with the spellings'."""
+    assert_is_greedy_matches(pair)
+
+
+# ---------------------------------------------------------------------------- cognitive exact mode
+
+
+@pytest.fixture(scope="module", params=list(COGNITIVE_CASES))
+def cognitive_pair(
+    request: pytest.FixtureRequest, server: str, hf: PrefixReuseHFLM, data_dir_with_cognitive_fixture: Path
+) -> dict[str, Any]:
+    """The cognitive tasks' exact mode through vLLM and through hf (float32), on the same prompts."""
+    tasks, limit, chat = COGNITIVE_CASES[request.param]
+    metadata = {"data_path": str(COGNITIVE_FIXTURE), "mode": "exact"}
+    lm = served_lm(server)
+    served = evaluate(lm, tasks, metadata, limit, apply_chat_template=chat)
+    return {
+        "tasks": tasks,
+        "lm": lm,
+        "served": served,
+        "hf": evaluate(hf, tasks, metadata, limit, apply_chat_template=chat),
+    }
+
+
+def test_cognitive_exact_one_request_per_sequence_and_nothing_imputed(cognitive_pair: dict[str, Any]) -> None:
+    """Every label is several tokens: one echo request per distinct (context, continuation), no
+    one-token prompts, no retries, nothing imputed."""
+    lm, served = cognitive_pair["lm"], cognitive_pair["served"]
+    pairs = {tuple(a) for task in served["samples"].values() for s in task for a in s["arguments"]}
+    assert all(len(lm.tok_encode(continuation.strip())) > 1 for _, continuation in pairs)
+    assert lm.requests_sent == lm.sequences_scored == len(pairs) and lm.prompts_scored == 0
+    assert lm.imputed == 0
+    for task in cognitive_pair["tasks"]:
+        assert not any(imputed for doc in answers(served, task) for _, imputed, _ in doc)
+
+
+def test_cognitive_exact_log_likelihoods_match_hf(cognitive_pair: dict[str, Any]) -> None:
+    """Every option label's log-likelihood (the sum over its tokens) within 1e-4 of hf's."""
+    worst, n = 0.0, 0
+    for task in cognitive_pair["tasks"]:
+        served, hf = answers(cognitive_pair["served"], task), answers(cognitive_pair["hf"], task)
+        assert [len(doc) for doc in served] == [len(doc) for doc in hf] and all(len(doc) in (14, 22) for doc in hf)
+        for a, b in zip(served, hf, strict=True):
+            worst = max(worst, *(abs(x[0] - y[0]) for x, y in zip(a, b, strict=True)))
+            n += len(a)
+    print(f"cognitive exact, {n} labels: max |Δ log-likelihood| vLLM vs hf: {worst:.2e}")
+    assert worst <= TOLERANCE
+
+
+def test_cognitive_exact_metrics_and_is_greedy_match_hf(cognitive_pair: dict[str, Any]) -> None:
+    assert_metrics_match(cognitive_pair)
+    assert_is_greedy_matches(cognitive_pair)
+
+
+def test_cognitive_generate_matches_hf(server: str, hf: PrefixReuseHFLM, data_dir_with_cognitive_fixture: Path) -> None:
+    """Generate mode: one request per distinct prompt, the same greedy answers as hf."""
     lm = served_lm(server)
     tasks = ["biasmonkey_cognitive_anchoring"]
-    with pytest.raises(ValueError, match="'Option N:' labels"):
-        evaluate(lm, tasks, {"data_path": str(COGNITIVE_FIXTURE), "mode": "exact"}, 1)
-    assert lm.requests_sent == 0
-
     metadata = {"data_path": str(COGNITIVE_FIXTURE), "mode": "generate", "protocol": "one_step"}
     served = evaluate(lm, tasks, metadata, 2)
     reference = evaluate(hf, tasks, metadata, 2)
@@ -200,6 +265,31 @@ def test_cognitive_exact_is_refused_and_generate_matches_hf(
     texts = [s["filtered_resps"] for s in samples(served, tasks[0])]
     assert texts == [s["filtered_resps"] for s in samples(reference, tasks[0])]
     assert all(text.strip() for doc in texts for text in doc)
+
+
+def test_run_summary_states_the_prefix_cache_hit_rate(server: str, data_dir: Path, tmp_path: Path) -> None:
+    """`biasmonkey run --backend server` reads vLLM's /metrics before and after the run: summary.md
+    gives the hit rate over the run, the server's own counters' difference (nothing else uses the
+    server meanwhile)."""
+    before = metrics(server)
+    argv = ["run", "--backend", "server", "--base-url", server, "--server-model", SERVED_NAME]
+    argv += ["--tokenizer", str(smollm2()), "--tasks", "biasmonkey_yesno_comps_fewshot", "--limit", "6"]
+    argv += ["--output", str(tmp_path / "out"), "--no-cache"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "biasmonkey.harness_ext.app.cli", *argv], capture_output=True, text=True, timeout=600
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    after = metrics(server)
+    queries = after["vllm:prefix_cache_queries"] - before["vllm:prefix_cache_queries"]
+    hits = after["vllm:prefix_cache_hits"] - before["vllm:prefix_cache_hits"]
+    summary = (tmp_path / "out" / "summary.md").read_text()
+    line = re.search(r"Prefix-cache hit rate: ([0-9.]+)% \(([0-9,]+) of the ([0-9,]+) prompt tokens .*", summary)
+    assert line, summary
+    print(line[0])
+    assert queries > 0
+    assert (int(line[2].replace(",", "")), int(line[3].replace(",", ""))) == (hits, queries)
+    assert float(line[1]) == round(100 * hits / queries, 1)
+    assert line[0] in proc.stdout  # printed with the summary
 
 
 def test_sampled_draws_follow_the_models_next_token_distribution(server: str) -> None:

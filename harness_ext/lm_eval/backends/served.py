@@ -6,7 +6,8 @@ continuation) request as one full sequence with `echo` and prompt log-probabilit
 one sequence per answer spelling and switches the server's prefix cache off. This backend sends
 **one request per distinct prompt** instead: one generated token (`max_tokens=1`, temperature 0,
 no `echo`, so no prompt log-probabilities) with its top-k alternatives, and reads every answer
-spelling's log-probability from that one response.
+spelling's log-probability from that one response (multi-token continuations: one request per
+distinct token sequence, below).
 
 - Token ids: the request also asks for the log-probabilities of the spellings' token ids
   (`logprob_token_ids`, vLLM >= 0.26) with token-id keys (`return_tokens_as_token_ids`), so on
@@ -20,9 +21,26 @@ spelling's log-probability from that one response.
 - Stop tokens: the model's special tokens get `logit_bias` -100 so that the one generated token
   is never end-of-text (servers return no log-probabilities then). vLLM and llama.cpp report
   log-probabilities computed before the bias, so the values read are the model's own.
-- Multi-token continuations cannot be read from one next-token distribution: such a request is an
-  error before anything is sent (the cognitive tasks' "Option N:" labels in exact mode; run them
-  with `mode=generate` through the server, or with `--backend hf`).
+- Multi-token continuations (the cognitive tasks' "Option N:" labels in exact mode) cannot be read
+  from one next-token distribution: each distinct token sequence (lm-eval's context tokens, then
+  the continuation's) is sent as its own request, the prompt given as **token ids** (so the split
+  between context and continuation is exactly lm-eval's), with `echo` and `logprobs=1` (the
+  OpenAI completions API's prompt log-probabilities; `max_tokens=1`, temperature 0). The
+  continuation's log-likelihood is the sum of its tokens' prompt log-probabilities, and
+  `is_greedy` is true only when each continuation token is the top token at its position (its
+  log-probability at least that of every returned alternative; prompt log-probabilities are over
+  the whole vocabulary, special tokens included). With token ids (`return_tokens_as_token_ids`)
+  the echoed tokens are checked against those sent. One-token continuations in the same call keep
+  their one request per distinct prompt; the multi-token requests are sent first. This needs a
+  server that takes token-id prompts and echoes their log-probabilities (vLLM; lm-eval's own
+  `local-completions` relies on the same fields). A server that refuses such a request (HTTP 400,
+  404 or 422, or 500 for a validation error: llama.cpp's server, which takes text prompts only)
+  or answers it without the prompt's log-probabilities fails the run at the first such request,
+  not retried, with an error naming the continuation and the fixes: serve the model with vLLM,
+  use `--backend hf`, or run the cognitive tasks with `mode=generate` through the server. vLLM
+  reads nothing of a request that asks for prompt log-probabilities from its prefix cache (it
+  computes every position; its `skip_reading_prefix_cache`), so these requests cost their whole
+  prompt and do not count as prefix-cache queries.
 - Empty contexts (the yes-no tasks' no-context measurement) are sent as the text of the model's
   prefix token (BOS, else EOS), which servers parse as that special token, as lm-eval's HF
   backend conditions on it.
@@ -69,9 +87,11 @@ Off the happy path:
   generation (a CPU llama.cpp server writing `max_gen_toks` tokens for several concurrent
   requests, which it serves one at a time).
 - Retried: connection errors, timeouts, HTTP 408, 409, 425, 429 and 5xx, and HTTP 200 answers
-  that are not JSON or lack the fields read (`choices`, `logprobs`, `text`). When the attempts
-  run out, and for any other failure, the error (`ServerError`) names the URL, the attempts and
-  what went wrong (the server's message, or the first 200 characters of a malformed answer).
+  that are not JSON or lack the fields read (`choices`, `logprobs`, `text`; but not an answer
+  without a multi-token request's echoed prompt log-probabilities: a server that leaves them out
+  always does). When the attempts run out, and for any other failure, the error (`ServerError`)
+  names the URL, the attempts and what went wrong (the server's message, or the first 200
+  characters of a malformed answer).
 - API keys (hosted endpoints): a key is sent as `Authorization: Bearer <key>`. It is read from
   the environment variable `BIASMONKEY_API_KEY`, or from the variable named by
   `api_key_env=NAME` (e.g. `api_key_env=OPENAI_API_KEY`; never read unless named). `api_key=KEY`
@@ -141,6 +161,10 @@ class ServerError(RuntimeError):
 
 class Malformed(ValueError):
     """An HTTP 200 answer without what the request needs (retried like a 5xx)."""
+
+
+class Unsupported(ValueError):
+    """An HTTP 200 answer showing that the server cannot do what the request needs (not retried)."""
 
 
 class Secret:
@@ -219,6 +243,43 @@ def _read_top(body: Any) -> tuple[dict[str, float], str | None]:
     tokens = logprobs.get("tokens") if isinstance(logprobs, dict) else None
     generated = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], str) else None
     return top, generated
+
+
+def _read_echo(body: Any, tokens: Sequence[int]) -> list[tuple[float, bool] | None]:
+    """The prompt's log-probabilities from an answer with `echo` and `logprobs`: per prompt token,
+    (its log-probability, is it the top token at its position); None for the first token (nothing
+    before it). Raises Unsupported when the answer has no log-probabilities for the whole prompt, or
+    its token-id keys (`token_id:330`) show tokens other than those sent."""
+    choice = _first_choice(body)
+    logprobs = choice.get("logprobs")
+    if not isinstance(logprobs, dict):
+        raise Unsupported("the answer has no `logprobs`")
+    values, tops, echoed = (logprobs.get(k) for k in ("token_logprobs", "top_logprobs", "tokens"))
+    if not (isinstance(values, list) and isinstance(tops, list) and min(len(values), len(tops)) >= len(tokens)):
+        given = len(values) if isinstance(values, list) else 0
+        raise Unsupported(
+            f"the answer has log-probabilities for {given} token(s), not for the {len(tokens)} prompt tokens "
+            "(the prompt was not echoed)"
+        )
+    if len(values) > len(tokens) + 1:  # the prompt and at most the one generated token
+        raise Unsupported(
+            f"the answer echoes {len(values)} tokens for the {len(tokens)} prompt tokens sent and 1 generated "
+            "(does the server add tokens, such as BOS, to a token-id prompt?)"
+        )
+    if isinstance(echoed, list) and all(
+        isinstance(t, str) and t.startswith(TOKEN_ID_KEY) for t in echoed[: len(tokens)]
+    ):
+        got = [t.removeprefix(TOKEN_ID_KEY) for t in echoed[: len(tokens)]]
+        if got != [str(t) for t in tokens]:
+            raise Unsupported(f"the echoed tokens {got[:8]}… are not the prompt's token ids {list(tokens[:8])}…")
+    scored: list[tuple[float, bool] | None] = [None]
+    for i in range(1, len(tokens)):
+        value, top = values[i], tops[i]
+        numbers = isinstance(top, dict) and top and all(isinstance(v, (int, float)) for v in top.values())
+        if not (isinstance(value, (int, float)) and numbers):
+            raise Unsupported(f"the answer has no log-probability for prompt token {i}")
+        scored.append((float(value), value >= max(top.values())))
+    return scored
 
 
 def _read_texts(body: Any) -> list[str]:
@@ -348,7 +409,8 @@ class ServedLM(TemplateLM):
 
     def reset_counters(self) -> None:
         self.requests_sent = 0  # HTTP requests, retries included
-        self.prompts_scored = 0  # distinct prompts of loglikelihood requests answered
+        self.prompts_scored = 0  # distinct prompts of one-token loglikelihood requests answered
+        self.sequences_scored = 0  # distinct token sequences of multi-token loglikelihood requests answered
         self.imputed = 0  # spellings given the floor
         self.draws = 0  # sampled answers received
         self.prefix_cache: dict[str, float] | None = None  # the server's prefix-cache counters over our work
@@ -384,38 +446,50 @@ class ServedLM(TemplateLM):
     def _loglikelihood_tokens(
         self, requests: list[tuple[tuple[str, str], list[int], list[int]]], disable_tqdm: bool = False, **kwargs: Any
     ) -> list[tuple[float, bool]]:
-        """Group the requests by prompt text, send one request per prompt, read each continuation."""
+        """One-token continuations: grouped by prompt text, one request per prompt. Longer ones: one
+        request per distinct token sequence, scored from its echoed prompt log-probabilities."""
         by_prompt: dict[str, tuple[list[int], list[int]]] = {}  # prompt -> (token ids, request indices)
-        for n, ((context, continuation), _, continuation_enc) in enumerate(requests):
-            if len(continuation_enc) != 1:
-                raise ValueError(
-                    f"biasmonkey-server reads one-token continuations from the next-token log-probabilities; "
-                    f"{continuation!r} after …{context[-40:]!r} is {len(continuation_enc)} tokens for "
-                    f"{self.tokenizer_source}. Multi-token answers (the cognitive-bias tasks' 'Option N:' labels "
-                    f"in exact mode) need a model pass over each continuation: use --backend hf, or run them "
-                    f'with --metadata \'{{"mode": "generate"}}\' through the server.'
-                )
-            ids, indices = by_prompt.setdefault(self._prompt_text(context), ([], []))
-            if continuation_enc[0] not in ids:
-                ids.append(continuation_enc[0])
-            indices.append(n)
-
+        by_sequence: dict[tuple[int, ...], list[int]] = {}  # context + continuation ids -> request indices
         answers: list[Any] = [None] * len(requests)
-        groups = list(by_prompt.values())
+        for n, ((context, _), context_enc, continuation_enc) in enumerate(requests):
+            if len(continuation_enc) == 1:
+                ids, indices = by_prompt.setdefault(self._prompt_text(context), ([], []))
+                if continuation_enc[0] not in ids:
+                    ids.append(continuation_enc[0])
+                indices.append(n)
+            elif continuation_enc:
+                by_sequence.setdefault((*context_enc, *continuation_enc), []).append(n)
+            else:  # nothing to score: log 1, and greedy (as lm-eval's hf sums and checks no tokens)
+                answers[n] = (0.0, True)
+                self.cache_hook.add_partial("loglikelihood", requests[n][0], answers[n])
 
-        def done(k: int, scored: dict[int, tuple[float, bool]]) -> None:
-            """Answer prompt k's requests and cache them (lm-eval's --use_cache) the moment it is read."""
+        def prompt_done(indices: list[int], scored: dict[int, tuple[float, bool]]) -> None:
+            """Answer a prompt's requests and cache them (lm-eval's --use_cache) the moment it is read."""
             self.prompts_scored += 1
-            for n in groups[k][1]:
+            for n in indices:
                 key, _, continuation_enc = requests[n]
                 answers[n] = scored[continuation_enc[0]]
                 self.cache_hook.add_partial("loglikelihood", key, answers[n])
 
-        jobs = [
-            lambda client, p=prompt, i=ids: self._score_prompt(client, p, i) for prompt, (ids, _) in by_prompt.items()
-        ]
+        def sequence_done(indices: list[int], scored: list[tuple[float, bool] | None]) -> None:
+            """Answer a token sequence's requests (each its continuation's tokens) and cache them."""
+            self.sequences_scored += 1
+            for n in indices:
+                key, context_enc, _ = requests[n]
+                tokens = [t for t in scored[len(context_enc) :] if t is not None]
+                answers[n] = (math.fsum(lp for lp, _ in tokens), all(top for _, top in tokens))
+                self.cache_hook.add_partial("loglikelihood", key, answers[n])
+
+        # the multi-token requests first: a server that cannot score them fails the run at once
+        jobs: list[tuple[Job, Callable[[Any], None]]] = []
+        for sequence, indices in by_sequence.items():
+            request = requests[indices[0]]
+            job = partial(self._score_sequence, tokens=sequence, about=request[0])
+            jobs.append((job, partial(sequence_done, indices)))
+        for prompt, (ids, indices) in by_prompt.items():
+            jobs.append((partial(self._score_prompt, prompt=prompt, ids=ids), partial(prompt_done, indices)))
         before = self._prefix_counters()
-        self._run_all(jobs, done, "Scoring prompts", disable_tqdm)
+        self._run_all([job for job, _ in jobs], lambda k, result: jobs[k][1](result), "Scoring prompts", disable_tqdm)
         self._note_prefix_cache(before)
         return answers
 
@@ -442,6 +516,30 @@ class ServedLM(TemplateLM):
             payload.update(logprob_token_ids=ids + specials, return_tokens_as_token_ids=True)
         top, generated = await self._post(client, "/completions", payload, _read_top)
         return self._read_spellings(top, ids, generated)
+
+    async def _score_sequence(
+        self, client: httpx.AsyncClient, tokens: tuple[int, ...], about: tuple[str, str]
+    ) -> list[tuple[float, bool] | None]:
+        """Each token's (prompt log-probability, is the top token) in one token sequence (see the module
+        docstring); `about` is one (context, continuation) it scores, named in errors."""
+        payload: dict[str, Any] = {
+            "prompt": list(tokens),
+            "max_tokens": 1,
+            "temperature": 0,
+            "echo": True,
+            "logprobs": 1,
+        }
+        if self.token_id_logprobs:
+            payload["return_tokens_as_token_ids"] = True  # the echoed tokens can then be checked
+        context, continuation = about
+        unsupported = (
+            f"biasmonkey-server scores a multi-token continuation ({continuation!r} after …{context[-40:]!r}, "
+            f"{len(tokens)} tokens with its context; e.g. the cognitive-bias tasks' 'Option N:' labels in exact "
+            "mode) from the prompt's log-probabilities: a token-id prompt with `echo` and `logprobs`, as vLLM "
+            "gives them. For a server that cannot: serve the model with vLLM, use --backend hf, or run these "
+            'tasks with --metadata \'{"mode": "generate"}\' through the server.'
+        )
+        return await self._post(client, "/completions", payload, partial(_read_echo, tokens=tokens), unsupported)
 
     def _read_spellings(
         self, top: dict[str, float], ids: list[int], generated: str | None = None
@@ -640,9 +738,18 @@ class ServedLM(TemplateLM):
         if failures:
             raise failures[0]
 
-    async def _post(self, client: httpx.AsyncClient, path: str, payload: dict[str, Any], read: Callable[[Any], T]) -> T:
+    async def _post(
+        self,
+        client: httpx.AsyncClient,
+        path: str,
+        payload: dict[str, Any],
+        read: Callable[[Any], T],
+        unsupported: str | None = None,
+    ) -> T:
         """POST and `read` the answer, retrying transient failures; a ServerError names the URL,
-        the attempts and what went wrong."""
+        the attempts and what went wrong. `unsupported`: what a server that refuses the request
+        (HTTP 400/404/422), or answers without what it needs (`Unsupported`), cannot do and the fix:
+        then the error says so, without retrying."""
         url = self.base_url + path
         if self.model:
             payload = {"model": self.model, **payload}
@@ -661,6 +768,8 @@ class ServedLM(TemplateLM):
                 if status == 200:
                     try:
                         return read(response.json())
+                    except Unsupported as err:
+                        raise self._error(f"{url}: HTTP 200, but {err}. {unsupported or ''}".rstrip()) from None
                     except ValueError as err:  # not JSON (JSONDecodeError), or Malformed
                         what = err if isinstance(err, Malformed) else "not JSON"
                         problem = f"malformed answer (HTTP 200, {what}): {message[:EXCERPT]!r}"
@@ -672,6 +781,10 @@ class ServedLM(TemplateLM):
                     continue
                 elif status in REFUSED_STATUS:
                     raise self._error(f"{url}: HTTP {status}: {self._refusal()} ({message[:EXCERPT]})")
+                elif unsupported and (status in (400, 404, 422) or (status == 500 and "validation error" in message)):
+                    # refused as asked (llama.cpp's server answers a prompt it cannot parse with HTTP 500)
+                    cut = "…" if len(message) > EXCERPT else ""
+                    raise self._error(f"{url}: HTTP {status}: {message[:EXCERPT]}{cut}\n{unsupported}")
                 elif status not in RETRIED_STATUS or "logits_all" in message:
                     raise self._error(f"{url}: HTTP {status}: {message[:1000]}{_hint(message)}")
                 else:
