@@ -15,16 +15,16 @@ Column names follow the family's metrics: accuracy, rstd, recall_A … and their
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pandas as pd
 
 from biasmonkey.tasks.answer_position.prompts import LETTERS, PROMPTS
-from biasmonkey.tasks.fetch import DATA_DIR_ENV, DataError
+from biasmonkey.tasks.fetch import DataError
+from biasmonkey.tasks.yesno.baselines import MODEL_FAMILIES, available, reference_dir
 
-MODEL_FAMILIES = ("falcon", "llama", "mpt", "qwen")  # the authors' file names (summary_jsons)
-REFERENCE = "yesno/reference"
+__all__ = ["MODEL_FAMILIES", "available", "model_summaries", "reference_dir", "subject_results"]
+
 METRICS = ("accuracy", "accuracy_specific", "rstd", "rstd_specific")
 RECALLS = tuple(f"recall_{x}" for x in LETTERS) + tuple(f"recall_{x}_specific" for x in LETTERS)
 # The summaries' columns, as named here.
@@ -39,27 +39,6 @@ SUMMARY_COLUMNS = {
     "RSTD % Change": "delta_pct_rstd_specific",
     "Domain Count": "subjects",
 }
-
-
-def reference_dir(root: Path | str | None = None) -> Path:
-    """The authors' reference folder: `<root>/yesno/reference`, root defaulting to $BIASMONKEY_DATA_DIR."""
-    if root is None:
-        if not os.environ.get(DATA_DIR_ENV):
-            raise DataError(f"the authors' MMLU results are in the shared data folder: set {DATA_DIR_ENV}")
-        root = os.environ[DATA_DIR_ENV]
-    path = Path(root) / REFERENCE
-    if not path.is_dir():
-        raise DataError(f"{path}: no such folder (the authors' reference results)")
-    return path
-
-
-def available(root: Path | str | None = None) -> bool:
-    """Whether the authors' results can be read."""
-    try:
-        reference_dir(root)
-    except DataError:
-        return False
-    return True
 
 
 def _check_prompt(prompt: str) -> None:

@@ -14,15 +14,32 @@ from biasmonkey.harness_ext.app.report.figures import legend_below, save, subplo
 from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.tasks.contract import base_task_name
+from biasmonkey.tasks.yesno import baselines
+from biasmonkey.tasks.yesno.family import FAMILY
 from biasmonkey.tasks.yesno.scoring import summarize
 
 CORRECTIONS = ("base", "generic", "specific")
 COLUMNS = ["model", "task", "correction", "n", "bias", "accuracy"]
 SUMMARY_COLUMNS = ("yesno_tasks", "yesno_bias_base", "yesno_bias_specific")
+AUTHORS = "Bhatt & Ivanova (2025)"
+AUTHORS_COLUMNS = ["task", *baselines.COLUMNS]
+
+
+def authors_table(tasks: Sequence[str]) -> pd.DataFrame:
+    """The authors' 16 models on those of `tasks` that they report (`baselines.authors_results`)."""
+    parts = []
+    for task in tasks:
+        fixed = FAMILY.tasks[task]
+        found = baselines.authors_results(fixed["prompt"], fixed["dataset"], fixed["domain"])
+        if len(found):
+            parts.append(found.assign(task=task)[AUTHORS_COLUMNS])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=AUTHORS_COLUMNS)
 
 
 def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
-    """`yesno`: bias and accuracy per model × task × correction (base, generic, specific)."""
+    """`yesno`: bias and accuracy per model × task × correction (base, generic, specific);
+    `yesno_authors`: the authors' 16 models on the tasks run, where their released results are at
+    hand (`$BIASMONKEY_DATA_DIR/yesno/reference/`)."""
     rows = []
     for m in models:
         for task, records in m.tasks("yesno").items():
@@ -39,7 +56,10 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
                         "accuracy": getattr(s, f"accuracy{suffix}"),
                     }
                 )
-    return {"yesno": pd.DataFrame(rows, columns=COLUMNS)}
+    yesno = pd.DataFrame(rows, columns=COLUMNS)
+    if not baselines.available():
+        return {"yesno": yesno}
+    return {"yesno": yesno, "yesno_authors": authors_table(list(dict.fromkeys(yesno["task"])))}
 
 
 def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
@@ -65,14 +85,34 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     }
 
 
-def summary_sentence(row: Mapping[str, Any]) -> str | None:
-    """The summary paragraph's sentence on a model's yes-no results (a row of the summary table)."""
+def _beside_authors(model: str, tables: Mapping[str, pd.DataFrame]) -> str:
+    """How the model's base bias, over the tasks the authors report, compares with their 16 models'."""
+    authors = tables.get("yesno_authors")
+    if authors is None or not len(authors):
+        return ""
+    yesno = tables["yesno"]
+    mine = yesno[(yesno["model"] == model) & (yesno["correction"] == "base") & yesno["task"].isin(authors["task"])]
+    if not len(mine):
+        return ""
+    theirs = authors[authors["task"].isin(mine["task"])].groupby("model", sort=False)["bias"].mean()
+    bias = float(mine["bias"].mean())
+    smaller = int((theirs.abs() < abs(bias)).sum())
+    on = "the same task" if len(mine) == 1 else f"the same {len(mine)} tasks"
+    return (
+        f"; the authors' {len(theirs)} models on {on}: {theirs.min():+.2f} to {theirs.max():+.2f} before correction "
+        f"({smaller} less biased, |bias| {abs(bias):.2f})"
+    )
+
+
+def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None = None) -> str | None:
+    """The summary paragraph's sentence on a model's yes-no results (a row of the summary table),
+    beside the authors' models where their results are at hand."""
     if pd.isna(row.get("yesno_tasks", float("nan"))):
         return None
     tasks = int(row["yesno_tasks"])
     return (
         f"Yes-no bias (mean over {tasks} task{'s' * (tasks != 1)}, 0 = unbiased): {row['yesno_bias_base']:+.2f}, "
-        f"{row['yesno_bias_specific']:+.2f} after the Specific correction."
+        f"{row['yesno_bias_specific']:+.2f} after the Specific correction{_beside_authors(row['model'], tables or {})}."
     )
 
 
@@ -85,19 +125,29 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
 
 
 def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
-    """Yes-no bias per task before any correction (no test: no marks)."""
+    """Yes-no bias per task before any correction (no test: no marks): the user's models, then the
+    authors' on the tasks they report."""
     base = tables["yesno"][tables["yesno"]["correction"] == "base"]
     if not len(base):
         return None
-    models = list(dict.fromkeys(base["model"]))
-    values = base.pivot(index="model", columns="task", values="bias").reindex(models)
+    authors = tables.get("yesno_authors", pd.DataFrame(columns=AUTHORS_COLUMNS))
+    rows = pd.concat(
+        [
+            base[["model", "task", "bias"]],
+            authors.assign(model=authors["model"] + " (authors)")[["model", "task", "bias"]],
+        ],
+        ignore_index=True,
+    )
+    values = rows.pivot(index="model", columns="task", values="bias").reindex(list(dict.fromkeys(rows["model"])))
+    values = values[list(dict.fromkeys(base["task"]))]
     return Panel(
-        "Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased)",
+        f"Yes-no bias ({AUTHORS}): (#yes − #no)/N per task, before correction (0 = unbiased)",
         values,
         values.notna() & False,
         vmax=1.0,
         unit="bias",
         fmt="{:+.2f}",
+        references=authors["model"].nunique(),
     )
 
 
@@ -130,4 +180,12 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
     s.blocks.append(
         Figure("Bias and accuracy before and after each correction", bars(tables["yesno"], fig_dir / "yesno.png"))
     )
+    authors = tables.get("yesno_authors")
+    if authors is not None and len(authors):
+        s.blocks.append(
+            f"The authors' 16 models ({AUTHORS}; their released results, `yesno/reference/summary_jsons/`) on the "
+            "tasks run that they report (per EWoK domain, not pooled): plain and k-fold (Specific) bias and accuracy "
+            "as they computed them (their k-fold bias divides by the items of a fold)."
+        )
+        s.blocks.append(Table("The authors' models: bias and accuracy per task", authors))
     return s
