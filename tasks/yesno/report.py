@@ -141,7 +141,7 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     values = rows.pivot(index="model", columns="task", values="bias").reindex(list(dict.fromkeys(rows["model"])))
     values = values[list(dict.fromkeys(base["task"]))]
     return Panel(
-        f"Yes-no bias ({AUTHORS}): (#yes − #no)/N per task, before correction (0 = unbiased)",
+        "Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased)",
         values,
         values.notna() & False,
         vmax=1.0,

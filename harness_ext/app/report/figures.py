@@ -5,6 +5,7 @@ headline figure is `headline.py`."""
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -51,10 +52,12 @@ def effect_cells(
     vmax: float,
     fmt: str = "{:+.1f}",
     fontsize: float = 8,
+    wrap: int | None = 10,
 ) -> Normalize:
     """A matrix of effects on `ax` (row 0 at the top): each cell coloured by its value on the
     diverging scale ±vmax (clipped beyond), annotated with the value, MARK where `significant`,
-    grey with "–" where missing. Returns the colour scale (for a colour bar)."""
+    grey with "–" where missing; column labels wrapped at `wrap` characters (None: one line).
+    Returns the colour scale (for a colour bar)."""
     norm = Normalize(-vmax, vmax, clip=True)
     n_rows, n_cols = values.shape
     for i in range(n_rows):
@@ -80,7 +83,10 @@ def effect_cells(
             )
     ax.set_xlim(0, n_cols)
     ax.set_ylim(0, n_rows)
-    ax.set_xticks(np.arange(n_cols) + 0.5, [str(c).replace("_", " ") for c in values.columns], fontsize=fontsize)
+    columns = [str(c).replace("_", " ") for c in values.columns]
+    if wrap:
+        columns = [textwrap.fill(c, wrap, break_long_words=False) for c in columns]
+    ax.set_xticks(np.arange(n_cols) + 0.5, columns, fontsize=fontsize)
     ax.set_yticks(
         np.arange(n_rows) + 0.5, [str(r).replace("_", " ") for r in reversed(values.index)], fontsize=fontsize
     )
@@ -90,9 +96,13 @@ def effect_cells(
     return norm
 
 
-def colour_bar(fig: plt.Figure, ax: plt.Axes | Sequence[plt.Axes], norm: Normalize, label: str) -> None:
-    """The effect scale of `ax` (one axes or several), to its right (outside the data)."""
-    bar = fig.colorbar(plt.cm.ScalarMappable(norm=norm, cmap=EFFECT_CMAP), ax=ax, fraction=0.04, pad=0.02)
+def colour_bar(
+    fig: plt.Figure, ax: plt.Axes | Sequence[plt.Axes], norm: Normalize, label: str, cax: bool = False
+) -> None:
+    """The effect scale of `ax` (one axes or several), to its right (outside the data); with `cax`,
+    drawn in `ax` itself (an axes placed for it)."""
+    mappable = plt.cm.ScalarMappable(norm=norm, cmap=EFFECT_CMAP)
+    bar = fig.colorbar(mappable, cax=ax) if cax else fig.colorbar(mappable, ax=ax, fraction=0.04, pad=0.02)
     bar.set_label(label, fontsize=7)
     bar.ax.tick_params(labelsize=7)
 

@@ -10,9 +10,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, save, subplots
+from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, save
 
 
 @dataclass
@@ -26,25 +27,45 @@ class Panel:
     references: int = 0  # the last rows that are published models, not the user's
 
 
-CELL_WIDTH, ROW_HEIGHT, LABEL_WIDTH = 0.62, 0.3, 2.6  # inches
+CELL, ROW, LABELS, TITLE, BAR = 0.62, 0.3, 2.6, 0.35, 0.12  # inches: cell width and height, margins
+ROTATE_FROM = 7  # columns: from this many on, the column labels are turned
+
+
+def _tick_height(panel: Panel) -> float:
+    """Inches under a panel for its column labels (turned ones take their length)."""
+    if panel.values.shape[1] < ROTATE_FROM:
+        return 0.5  # two lines
+    longest = max(len(str(c)) for c in panel.values.columns)
+    return 0.2 + 0.055 * longest
 
 
 def headline_figure(panels: Sequence[Panel], path: Path) -> Path | None:
-    """The panels stacked in one figure (None without panels)."""
+    """The panels stacked in one figure (None without panels); every cell the same size, each
+    panel's colour bar at its right."""
     if not panels:
         return None
-    width = LABEL_WIDTH + CELL_WIDTH * max(p.values.shape[1] for p in panels) + 1.2
-    heights = [ROW_HEIGHT * p.values.shape[0] + 1.3 for p in panels]
-    fig, axes = subplots(len(panels), 1, figsize=(width, sum(heights)), gridspec_kw={"height_ratios": heights})
-    for ax, panel in zip(axes if len(panels) > 1 else [axes], panels):
-        norm = effect_cells(ax, panel.values, panel.significant, panel.vmax, panel.fmt, fontsize=7)
-        if panel.values.shape[1] > 6:
+    width = LABELS + CELL * max(p.values.shape[1] for p in panels) + 1.2
+    heights = [TITLE + ROW * p.values.shape[0] + _tick_height(p) for p in panels]
+    fig = plt.figure(figsize=(width, sum(heights)))
+    top = sum(heights)
+    for panel, height in zip(panels, heights):
+        n_rows, n_cols = panel.values.shape
+        bottom = top - TITLE - ROW * n_rows
+        box = (LABELS / width, bottom / sum(heights), CELL * n_cols / width, ROW * n_rows / sum(heights))
+        ax = fig.add_axes(box)
+        turned = n_cols >= ROTATE_FROM
+        norm = effect_cells(
+            ax, panel.values, panel.significant, panel.vmax, panel.fmt, fontsize=7, wrap=None if turned else 10
+        )
+        if turned:
             ax.tick_params(axis="x", labelrotation=60)
             for label in ax.get_xticklabels():
                 label.set_horizontalalignment("right")
-        if panel.references and panel.references < panel.values.shape[0]:
+                label.set_rotation_mode("anchor")
+        if panel.references and panel.references < n_rows:
             ax.axhline(panel.references, color="black", linewidth=1.2)  # rows are drawn from the bottom
         ax.set_title(panel.title, fontsize=8.5, loc="left")
-        colour_bar(fig, ax, norm, panel.unit)
-    fig.tight_layout()
+        bar = fig.add_axes(((LABELS + CELL * n_cols + 0.15) / width, box[1], BAR / width, box[3]))
+        colour_bar(fig, bar, norm, panel.unit, cax=True)
+        top -= height
     return save(fig, path)
