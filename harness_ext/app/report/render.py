@@ -127,7 +127,8 @@ def to_markdown(page: Page, out_dir: Path) -> str:
     def link(path: Path) -> str:
         return path.relative_to(out_dir).as_posix()
 
-    return _environment(autoescape=False).get_template("report.md.j2").render(page=page, link=link)
+    text = _environment(autoescape=False).get_template("report.md.j2").render(page=page, link=link)
+    return re.sub(r"\n{3,}", "\n\n", text).rstrip() + "\n"  # one blank line between blocks
 
 
 def to_html(page: Page) -> str:
