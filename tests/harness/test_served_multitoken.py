@@ -189,3 +189,23 @@ def test_echoed_tokens_other_than_those_sent_are_an_error(
         with pytest.raises(ServerError, match=message):
             lm.loglikelihood([Instance("loglikelihood", {}, (CONTEXTS[0], LABELS[0]), 0)], disable_tqdm=True)
         assert lm.requests_sent == 1
+
+
+def test_scored_sequences_are_cached_at_once_and_a_rerun_sends_only_the_rest(tiny_model: Path, tmp_path: Path) -> None:
+    """Never lost: the server fails after two echoed sequences; those two are in lm-eval's request
+    cache on disk, and the rerun sends only the other four."""
+    from lm_eval.api.model import CachingLM
+    from test_served_faults import db_entries
+
+    pairs = [(c, label) for c in CONTEXTS for label in LABELS]
+    requests = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
+    db = tmp_path / "cache.db"
+    with EchoServer(fail_after=2) as broken, pytest.raises(ServerError, match=rf"{broken.url}/completions: "):
+        CachingLM(served(broken.url, tiny_model, max_retries=0), str(db)).loglikelihood(requests)
+    assert len(db_entries(db)) == 2
+    with EchoServer() as healthy:
+        resumed = CachingLM(served(healthy.url, tiny_model), str(db)).loglikelihood(requests)
+        assert len(healthy.posts) == 4  # only the missing sequences
+        healthy.clear()
+        fresh = served(healthy.url, tiny_model).loglikelihood(requests, disable_tqdm=True)
+    assert resumed == fresh
