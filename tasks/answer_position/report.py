@@ -212,7 +212,6 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Any:
         f"Answer position on MMLU ({AUTHORS}): RStd of the four letter recalls, {mine['prompt'].iloc[0]} "
         "(0 = none; at most 0.433)",
         values,
-        values.notna() & False,
         vmax=0.25,
         unit="RStd",
         fmt="{:.3f}",

@@ -114,9 +114,9 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     return Panel(
         "Cognitive biases (Malberg et al., 2025): mean bias score m ∈ [−1, 1] (> 0 = biased direction)",
         values,
-        marks,
         vmax=1.0,
         unit="m",
+        significant=marks,
         fmt="{:+.2f}",
     )
 

@@ -100,10 +100,6 @@ def reference_rows(name: str, table: pd.DataFrame) -> pd.Series | None:
     return None
 
 
-def _own(rb: pd.DataFrame) -> pd.DataFrame:
-    return rb[rb["protocol"] != PAPER_PROTOCOL]
-
-
 # ---------------------------------------------------------------------------- warnings and summary
 
 

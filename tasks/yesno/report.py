@@ -143,7 +143,6 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     return Panel(
         "Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased)",
         values,
-        values.notna() & False,
         vmax=1.0,
         unit="bias",
         fmt="{:+.2f}",

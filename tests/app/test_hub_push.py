@@ -20,11 +20,10 @@ import pytest
 import yaml
 
 from biasmonkey.harness_ext.app.cli import main
-from biasmonkey.harness_ext.app.default_model import MARKER_FILE
+from biasmonkey.harness_ext.app.default_model import DEFAULT_MODEL_HUB_ID, MARKER_FILE
 from biasmonkey.harness_ext.app.report import hub
 from biasmonkey.harness_ext.app.report.hub import (
     DATASET_ENV,
-    DEFAULT_MODEL_HUB_ID,
     PLACEHOLDER_DATASET,
     HubPushError,
     ReportEntry,

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from records import pair
 
 from biasmonkey.harness_ext.app import report
 from biasmonkey.harness_ext.app.cli import build_parser
@@ -28,7 +29,6 @@ from biasmonkey.tasks.response_bias.published_samples import (
 )
 from biasmonkey.tasks.response_bias.released_samples import expected_files, score_sample_dir
 from biasmonkey.tasks.response_bias.report_tables import PAPER_PROTOCOL, paper_label, published_table
-from biasmonkey.tasks.response_bias.scoring import PairRecord
 
 CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
 
@@ -116,19 +116,6 @@ def test_baseline_rows_equal_score_samples(data_dir: Path, tmp_path: Path, monke
     assert json.loads(cached.read_text())["acquiescence/bias"]
     published_samples._scored.clear()
     assert published_table({"llama2-7b": published_deltas("llama2-7b")}).equals(table)
-
-
-def pair(key: str, setting: str, delta: float) -> PairRecord:
-    return PairRecord(
-        key=key,
-        bias="acquiescence",
-        setting=setting,
-        p_q=None,
-        p_qp=None,
-        delta=delta,
-        uncertainty_q=0.5,
-        uncertainty_qp=0.5,
-    )
 
 
 def user_model() -> ModelResults:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from records import cognitive_test, yesno_item
+from records import cognitive_test, pair, yesno_item
 
 from biasmonkey.harness_ext.app.report import model_lines, summary_display, summary_section, verdict
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
@@ -17,22 +17,7 @@ from biasmonkey.harness_ext.app.report.tables import build_tables
 from biasmonkey.tasks.fetch import DataError
 from biasmonkey.tasks.response_bias import published_samples
 from biasmonkey.tasks.response_bias.report_tables import effect_label
-from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.yesno import baselines as yesno_baselines
-
-
-def pair(key: str, setting: str, delta: float | None, **extra: float) -> PairRecord:
-    record = PairRecord(
-        key=key,
-        bias="acquiescence",
-        setting=setting,
-        p_q=None,
-        p_qp=None,
-        delta=delta,
-        uncertainty_q=0.5,  # constant entropy: Pearson r undefined, so no uncertainty test joins the family
-        uncertainty_qp=0.5,
-    )
-    return dataclasses.replace(record, **extra)
 
 
 def models() -> list[ModelResults]:

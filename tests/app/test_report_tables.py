@@ -8,6 +8,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import records
 from records import cognitive_test, yesno_item
 
 from biasmonkey.harness_ext.app.report.inputs import ModelResults, parse_names, short_name, suite_of
@@ -31,9 +32,7 @@ CODED = Path(__file__).parent.parent / "fixtures" / "report" / "coded.csv"
 
 
 def pair(key: str, bias: str, setting: str, delta: float | None, u_q: float = 0.5, u_qp: float = 0.5) -> PairRecord:
-    return PairRecord(
-        key=key, bias=bias, setting=setting, p_q=None, p_qp=None, delta=delta, uncertainty_q=u_q, uncertainty_qp=u_qp
-    )
+    return records.pair(key, setting, delta, bias=bias, uncertainty_q=u_q, uncertainty_qp=u_qp)
 
 
 def model(name: str, suite: str, tasks: dict[str, list]) -> ModelResults:

@@ -48,14 +48,14 @@ def legend_below(ax: plt.Axes, ncol: int = 3, **kwargs) -> None:
 def effect_cells(
     ax: plt.Axes,
     values: pd.DataFrame,
-    significant: pd.DataFrame,
+    significant: pd.DataFrame | None,
     vmax: float,
     fmt: str = "{:+.1f}",
     fontsize: float = 8,
     wrap: int | None = 10,
 ) -> Normalize:
     """A matrix of effects on `ax` (row 0 at the top): each cell coloured by its value on the
-    diverging scale ±vmax (clipped beyond), annotated with the value, MARK where `significant`,
+    diverging scale ±vmax (clipped beyond), annotated with the value, MARK where `significant` (None: no marks),
     grey with "–" where missing; column labels wrapped at `wrap` characters (None: one line).
     Returns the colour scale (for a colour bar)."""
     norm = Normalize(-vmax, vmax, clip=True)
@@ -70,7 +70,7 @@ def effect_cells(
             colour = EFFECT_CMAP(norm(float(value)))
             ax.add_patch(Rectangle((j, y), 1, 1, facecolor=colour, edgecolor="white"))
             dark = abs(norm(float(value)) - 0.5) > 0.33  # white text on the darkest cells
-            mark = MARK if bool(significant.iat[i, j]) else ""
+            mark = MARK if significant is not None and bool(significant.iat[i, j]) else ""
             ax.text(
                 j + 0.5,
                 y + 0.5,

