@@ -127,5 +127,8 @@ dist: $(STAMP)
 	cd $(DIST_VENV) && bin/python -c 'import json; f = json.load(open("tasks.json"))["families"]; assert f and all(x["tasks"] for x in f); print("dist: the installed wheel lists", len(f), "families,", sum(len(x["tasks"]) for x in f), "tasks")'
 	rm -rf $(DIST_VENV)
 
+# Also the default model's converted folder (about 540 MB in biasmonkey's user cache, beside the
+# data cache, which stays): found through .venv before .venv goes.
 clean:
+	-test -x $(BIN)/python && rm -rf "$$($(BIN)/python -c 'from biasmonkey.harness_ext.app.default_model import default_model_dir; print(default_model_dir())')"
 	rm -rf $(VENV) $(VLLM_VENV) $(OUT) bench_out dist

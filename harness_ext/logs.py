@@ -18,10 +18,22 @@ so that no reader mixes two models or two settings of one model. The settings of
   from the `results_<stamp>.json` written with the samples file (same stamp; a samples file without
   one has the model of its folder and the settings "settings=unknown");
 - Inspect: the model's and the eval's generate config (temperature, seed, …; not the connection
-  settings), `--limit`, `--sample-id`, `--sample-shuffle` and `--epochs` (with its reducer) above 1.
+  settings; its `system_message` is lm-eval's `system_instruction`), `--limit`, `--sample-id`,
+  `--sample-shuffle` and `--epochs` (with its reducer) above 1;
+- the prompt format, in both: `apply_chat_template` (lm-eval's flag; in Inspect, a chat template
+  applied by the provider: the default of `hf/` and `vllm/` unless the `chat_template` model argument
+  passes the prompt through, and always for chat APIs), so that a raw-prompt run and a chat-template
+  run of one model are two settings in every summary, report and export.
 
 Not settings: the harness and the lm-eval backend (`hf`, `biasmonkey-hf`, …; they give the same
 numbers), batch size, device, concurrency, output and cache paths.
+
+Every reader checks what it reads against what the run said it wrote, so that no number stands on
+other items than the run's: an lm-eval samples file holds each doc_id once and, beside its results
+file, as many documents as that file's `n-samples` says (doc_ids 0…n−1 unless lm-eval's `--samples`
+picked them); an Inspect log holds each (sample, epoch) once and as many completed samples as its
+header says (`harness_ext/inspect/logs.py`). Anything else is an error naming the file, the task and
+the counts.
 """
 
 from __future__ import annotations
@@ -73,6 +85,11 @@ CONNECTION_SETTINGS = frozenset(
         "cache",
     }
 )
+
+# Inspect model arguments that choose the prompt format: read as `apply_chat_template` (inspect_prompt_format).
+PROMPT_FORMAT_ARGS = frozenset({"chat_template", "use_chat_template"})
+# Inspect's names of settings that lm-eval names otherwise: one setting, one name, in both harnesses.
+SAME_SETTING = {"system_message": "system_instruction"}
 
 Settings = tuple[tuple[str, str], ...]  # sorted (name, value as text) pairs
 UNKNOWN_SETTINGS: Settings = (("settings", "unknown"),)  # an lm-eval samples file without its results file
@@ -181,8 +198,9 @@ class TaskOutput:
 
 def read_jsonl_records(path: str | Path, to_record: Callable[[dict, list], Any], item: str) -> list:
     """Records of every document in an lm-eval --log_samples JSONL file; a line that is not one
-    of the family's samples is an error naming the file and line."""
-    records = []
+    of the family's samples is an error naming the file and line, and so are samples that differ
+    from what the run said it wrote (`check_samples`)."""
+    records, logged = [], []
     with Path(path).open() as f:
         for line_no, line in enumerate(f, 1):
             if not line.strip():
@@ -192,7 +210,100 @@ def read_jsonl_records(path: str | Path, to_record: Callable[[dict, list], Any],
                 records.append(to_record(sample["doc"], sample["filtered_resps"]))
             except (KeyError, TypeError, ValueError) as err:
                 raise ValueError(f"{path}, line {line_no}: not a biasmonkey {item} sample ({err})") from err
+            logged.append(LoggedDoc(line_no, sample.get("doc_id"), str(sample.get("filter", ""))))
+    check_samples(Path(path), logged)
     return records
+
+
+@dataclass(frozen=True)
+class LoggedDoc:
+    """Where one document stands in a samples file: its line, lm-eval's doc_id and filter."""
+
+    line: int
+    doc_id: Any  # an int in lm-eval's files; None in a hand-made file without doc ids
+    filter: str = ""
+
+
+@dataclass(frozen=True)
+class RunCount:
+    """How many documents of one task an lm-eval run said it wrote (its results file's n-samples)."""
+
+    results: Path
+    effective: int  # after --limit or a --samples selection
+    ids: frozenset[int] | None  # the doc_ids 0…effective−1; None after a --samples selection (any ids)
+
+
+REWRITTEN = "the file was changed after the run (a line repeated, lost or edited): rerun the task"
+
+
+def check_samples(path: Path, logged: list[LoggedDoc]) -> None:
+    """The documents of a samples file against what its run said it wrote: each doc_id once per filter
+    and, where the results file written with it (same stamp) is beside it, its count and doc_ids."""
+    m = SAMPLES_FILE.match(path.name)
+    task = m.group(1) if m else "its task"
+    count = run_count(path.parent / f"results_{m.group(2)}.json", task) if m else None
+    for filter_key in sorted({doc.filter for doc in logged}):
+        docs = [doc for doc in logged if doc.filter == filter_key]
+        problems = _id_problems(docs, count.ids if count else None)
+        if count is not None and len(docs) != count.effective:
+            detail = f": {'; '.join(problems)}" if problems else ""
+            raise ValueError(
+                f"{path}: {len(docs)} samples for {task} but its results file {count.results.name} says "
+                f"{count.effective}{detail}; {REWRITTEN}, or restore the samples file written with it"
+            )
+        if problems:
+            said = f"as its results file {count.results.name} says, " if count else ""
+            raise ValueError(
+                f"{path}: {len(docs)} samples for {task} {said}but {'; '.join(problems)}; lm-eval writes each "
+                f"document once: {REWRITTEN}, or restore the samples file as lm-eval wrote it"
+            )
+
+
+def run_count(results_path: Path, task: str) -> RunCount | None:
+    """What the results file of a run says it wrote of `task` (None: no such file, or no n-samples in it)."""
+    if not results_path.is_file():
+        return None
+    results = _read_results(results_path)
+    n = ((results.get("n-samples") or {}).get(task)) or {}
+    effective, original = n.get("effective"), n.get("original")
+    if not isinstance(effective, int) or not isinstance(original, int):
+        return None  # an older lm-eval, or a hand-made file
+    # --limit takes the first documents, and no selection takes them all; --samples picks any (unrecorded)
+    limited = (results.get("config") or {}).get("limit") is not None
+    ids = frozenset(range(effective)) if limited or effective == original else None
+    return RunCount(results_path, effective, ids)
+
+
+def _id_problems(docs: list[LoggedDoc], expected: frozenset[int] | None) -> list[str]:
+    """What is wrong with the doc_ids of one filter's samples, e.g. ["doc_id 0 twice (lines 1, 4)"]."""
+    if any(doc.doc_id is None for doc in docs):
+        return []  # a hand-made file: nothing to check by id
+    lines: dict[Any, list[int]] = {}
+    for doc in docs:
+        lines.setdefault(doc.doc_id, []).append(doc.line)
+    repeats = [
+        f"doc_id {doc_id} {_times(len(at))} (lines {', '.join(map(str, at))})"
+        for doc_id, at in lines.items()
+        if len(at) > 1
+    ]
+    problems = repeats[:3] + ([f"… ({len(repeats)} doc_ids repeated in all)"] if len(repeats) > 3 else [])
+    if expected is not None:
+        got = set(lines)
+        if missing := sorted(expected - got):
+            problems.append(f"doc_id {_listed(missing)} missing")
+        if unexpected := sorted(got - expected, key=str):
+            problems.append(f"doc_id {_listed(unexpected)} not among the run's 0…{len(expected) - 1}")
+    return problems
+
+
+def _times(n: int) -> str:
+    return {2: "twice", 3: "three times"}.get(n, f"{n} times")
+
+
+def _listed(ids: list[Any], most: int = 5) -> str:
+    """A few ids as text: "1, 2" or "1, 2, 3, 4, 5, … (9 in all)"."""
+    shown = ", ".join(map(str, ids[:most]))
+    return shown if len(ids) <= most else f"{shown}, … ({len(ids)} in all)"
 
 
 def records_from_samples_file(path: str | Path, family: Family | None = None) -> list:
@@ -253,26 +364,63 @@ def lm_eval_settings(results: Mapping[str, Any], task: str, family: Family) -> d
     config = results.get("config") or {}
     settings = {k: v for k, v in _model_args(config).items() if k not in NEUTRAL_MODEL_ARGS and v is not None}
     settings |= {k: config[k] for k, default in LM_EVAL_SEEDS.items() if config.get(k, default) != default}
+    shots = (results.get("n-shot") or {}).get(task)
     flags = {
         "limit": config.get("limit"),
         "gen_kwargs": config.get("gen_kwargs"),
-        "num_fewshot": (results.get("n-shot") or {}).get(task),
+        "num_fewshot": shots,
         "apply_chat_template": bool(results.get("chat_template")),
         "system_instruction": results.get("system_instruction"),
-        "fewshot_as_multiturn": results.get("fewshot_as_multiturn"),
+        # lm-eval turns it on with --apply_chat_template; it changes nothing without few-shot examples
+        "fewshot_as_multiturn": results.get("fewshot_as_multiturn") and bool(shots),
     }
     settings |= {k: v for k, v in flags.items() if v}
     return settings | task_options(family, _task_metadata(results, task), "lm_eval")
 
 
+def passes_prompt_through(template: Any) -> bool:
+    """Whether a chat template renders a one-message chat as the message's text alone (the raw
+    prompt, as lm-eval sends it without --apply_chat_template)."""
+    if not isinstance(template, str):
+        return False
+    from jinja2 import TemplateError
+    from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+    probe = "Question: is 2 + 2 = 4?\nAnswer:"
+    try:
+        env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)  # as transformers renders them
+        chat = [{"role": "user", "content": probe}]
+        rendered = env.from_string(template).render(messages=chat, add_generation_prompt=True)
+    except TemplateError:
+        return False
+    return rendered == probe
+
+
+def inspect_prompt_format(model: str, model_args: Mapping[str, Any]) -> dict[str, Any]:
+    """The prompt format of an Inspect run as lm-eval's settings name it: nothing for the raw prompt
+    (an `hf/` or `vllm/` model whose `chat_template` model argument passes the prompt through),
+    `apply_chat_template=true` for a chat template (those providers' default, and every chat API),
+    `apply_chat_template=role_prefix` for `use_chat_template=false` (Inspect then writes "user: …")."""
+    local = model.split("/", 1)[0] in ("hf", "vllm")
+    if local and model_args.get("use_chat_template") is False:
+        return {"apply_chat_template": "role_prefix"}
+    if local and passes_prompt_through(model_args.get("chat_template")):
+        return {}
+    return {"apply_chat_template": True}
+
+
 def inspect_settings(header: Any, family: Family) -> dict[str, Any]:
     """The settings of an Inspect log, from its header (module docstring)."""
     ev = header.eval
-    settings = {k: v for k, v in (ev.model_args or {}).items() if k not in NEUTRAL_MODEL_ARGS and v is not None}
+    model_args = ev.model_args or {}
+    settings = {
+        k: v for k, v in model_args.items() if k not in NEUTRAL_MODEL_ARGS | PROMPT_FORMAT_ARGS and v is not None
+    }
+    settings |= inspect_prompt_format(ev.model, model_args)
     # the model's generate config, then the eval's (`inspect eval --temperature …`), which wins
     for config in (ev.model_generate_config, header.plan.config if header.plan else None):
         generate = config.model_dump(exclude_none=True) if config is not None else {}
-        settings |= {k: v for k, v in generate.items() if k not in CONNECTION_SETTINGS}
+        settings |= {SAME_SETTING.get(k, k): v for k, v in generate.items() if k not in CONNECTION_SETTINGS}
     settings |= {k: v for k in ("limit", "sample_id", "sample_shuffle") if (v := getattr(ev.config, k)) is not None}
     if (ev.config.epochs or 1) > 1:
         settings |= {"epochs": ev.config.epochs, "epochs_reducer": ev.config.epochs_reducer}

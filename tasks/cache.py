@@ -8,6 +8,8 @@ from pathlib import Path
 import platformdirs
 
 CACHE_DIR_ENV = "BIASMONKEY_CACHE_DIR"
+# What to do when the cache cannot be written (tasks.atomic_write messages).
+CACHE_HINT = f"set {CACHE_DIR_ENV} to a writable folder"
 
 
 def cache_root(cache_dir: Path | None = None) -> Path:

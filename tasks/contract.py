@@ -60,11 +60,14 @@ class Metric(Generic[R]):
     `value(record)` is a number, None (the record has no value: it is left out), or the record
     itself for set-level metrics that need whole records (the lm-eval adapter logs it as a dict).
     `aggregate=None` means the mean, lm-eval's `mean` aggregation, which also gives a stderr;
-    `stderr` asks the Inspect adapter to report `<name>_stderr` too.
+    `stderr` asks the Inspect adapter to report `<name>_stderr` too. `higher_is_better` is lm-eval's
+    arrow; None where neither direction is better (a signed value whose ideal depends on the task).
+    Every task of an lm-eval group must declare the same direction for a metric (lm-eval warns
+    otherwise), so a metric's direction may not depend on the task.
     """
 
     name: str
-    higher_is_better: bool
+    higher_is_better: bool | None
     value: Callable[[R], Any]
     aggregate: Callable[[list[Any]], float] | None = None
     stderr: bool = False
@@ -83,6 +86,32 @@ def mean_stderr(values: Sequence[float]) -> float:
     return float(np.std(values, ddof=1) / math.sqrt(len(values))) if len(values) > 1 else math.nan
 
 
+def _plain_mean(values: Sequence[float]) -> float:
+    """sum / n, as lm-eval's `mean` computes it; NaN for no values."""
+    return sum(values) / len(values) if values else math.nan
+
+
+def subset_mean_metrics(
+    name: str,
+    higher_is_better: bool | None,
+    value: Callable[[R], float | None],
+    stderr_harnesses: tuple[str, ...] = HARNESSES,
+) -> list[Metric[R]]:
+    """The mean of a value that only some records have (None for the others; e.g. a recall over
+    the questions of one gold letter) and its stderr, `<name>_stderr`.
+
+    Both aggregate the values of every record, skipping the Nones, so every lm-eval document logs
+    both metrics (lm-eval warns when a task's metrics were scored on different numbers of
+    documents, as its `mean` of only the documents that have a value would be). lm-eval writes
+    "N/A" as the stderr of a custom aggregation; the `<name>_stderr` entry, aggregated after it,
+    replaces it with the number (the same as lm-eval's stderr of a mean). `stderr_harnesses`: the
+    harnesses that report the stderr."""
+    return [
+        Metric(name, higher_is_better, value, _plain_mean),
+        Metric(f"{name}_stderr", False, value, mean_stderr, harnesses=stderr_harnesses),
+    ]
+
+
 def _finite_summary(values: Sequence[float]) -> DeltaSummary:
     return summarize_deltas([v for v in values if math.isfinite(v)])
 
@@ -99,7 +128,7 @@ def t_test_metrics(
     name: str,
     count_name: str,
     value: Callable[[R], float | None],
-    higher_is_better: bool,
+    higher_is_better: bool | None,
     applies: Callable[[R], bool] | None = None,
 ) -> list[Metric[R]]:
     """The mean of a per-record value (with its stderr) and its one-sample t-test against 0:
@@ -120,7 +149,8 @@ def t_test_metrics(
     def part(get: Callable[[DeltaSummary], float]) -> Callable[[list[float]], float]:
         return lambda values: get(_finite_summary(values))
 
-    better = {"t": higher_is_better, "p": not higher_is_better, "ci_low": higher_is_better, "ci_high": higher_is_better}
+    lower = None if higher_is_better is None else not higher_is_better
+    better = {"t": higher_is_better, "p": lower, "ci_low": higher_is_better, "ci_high": higher_is_better}
     return [
         Metric(name, higher_is_better, mean_value, stderr=True),
         *(Metric(f"{name}_{suffix}", better[suffix], or_nan, part(get)) for suffix, get in T_TEST_PARTS.items()),
@@ -128,7 +158,9 @@ def t_test_metrics(
     ]
 
 
-def records_metric(name: str, higher_is_better: bool, compute: Callable[[list[R]], float], **kwargs: Any) -> Metric[R]:
+def records_metric(
+    name: str, higher_is_better: bool | None, compute: Callable[[list[R]], float], **kwargs: Any
+) -> Metric[R]:
     """A set-level metric computed from whole records."""
     return Metric(name, higher_is_better, lambda record: record, compute, **kwargs)
 

@@ -19,14 +19,14 @@ local folder) and verifies them all into the cache, and `cache_status` says whic
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pooch
 
-from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.atomic_write import make_folder, write_bytes
+from biasmonkey.tasks.cache import CACHE_HINT, cache_root
 
 DATA_DIR_ENV = "BIASMONKEY_DATA_DIR"
 TIMEOUT_S = 60  # per request (connecting, then each read)
@@ -108,15 +108,7 @@ def download(url: str, dest: Path, expected: str, upstream: str) -> None:
 
 def _write_atomic(dest: Path, payload: bytes) -> None:
     """Write then rename, so an interrupted write never leaves a partial file in the cache."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=dest.parent, delete=False) as tmp:
-        try:
-            tmp.write(payload)
-        except BaseException:
-            tmp.close()
-            Path(tmp.name).unlink(missing_ok=True)
-            raise
-    Path(tmp.name).replace(dest)
+    write_bytes(make_folder(dest.parent, CACHE_HINT) / dest.name, payload, CACHE_HINT)
 
 
 # ---------------------------------------------------------------------------- every pinned file

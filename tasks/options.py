@@ -162,47 +162,83 @@ def _parser_for(f: dataclasses.Field) -> Callable[[str], Any]:
     return str
 
 
+def family_name(cls: type[Options]) -> str:
+    """The family an options class belongs to: its folder, `tasks/<family>/options.py`."""
+    parts = cls.__module__.split(".")
+    return parts[-2] if len(parts) >= 2 and parts[-1] == "options" else cls.__name__
+
+
+def _shown(value: Any) -> str:
+    """A default as a user types it on the command line."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return ",".join(map(str, value))
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _grouped(pairs: Iterable[tuple[str, str]]) -> dict[str, list[str]]:
+    """Families grouped by what they say (a help text or a default), in first-seen order."""
+    groups: dict[str, list[str]] = {}
+    for family, said in pairs:
+        groups.setdefault(said, []).append(family)
+    return groups
+
+
+def merged_help(declared: Sequence[tuple[str, dataclasses.Field]]) -> str:
+    """The help of one flag declared by one or more families, `declared` being (family, field) pairs:
+    each family's text (one text where they agree), then which families it applies to and each one's
+    default, e.g. "… (yesno, cognitive: default 42; response_bias: default 0)"."""
+    texts = _grouped((family, f.metadata["help"]) for family, f in declared)
+    if len(texts) == 1:
+        text = next(iter(texts))
+    else:
+        text = " ".join(f"[{', '.join(families)}] {said}" for said, families in texts.items())
+    defaults = _grouped((family, "" if f.default is None else f"default {_shown(f.default)}") for family, f in declared)
+    scope = "; ".join(
+        f"{', '.join(families)}: {said}" if said else ", ".join(families) for said, families in defaults.items()
+    )
+    return f"{text} ({scope})".replace("%", "%%")  # argparse formats help with %
+
+
+def _metavar(name: str, parse: Callable[[str], Any]) -> str:
+    return "N" if parse is int else name.upper()
+
+
 def add_cli_arguments(
-    parser: argparse.ArgumentParser, option_types: Sequence[type[Options]], harness: str = "lm_eval"
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    option_types: Sequence[type[Options]],
+    harness: str = "lm_eval",
 ) -> None:
     """One flag per option of the given families (an option shared by several families, e.g.
-    `mode`, is one flag, as it is one `--metadata` key). Every flag defaults to None, so only
-    the options given on the command line are passed on, and each family keeps its defaults."""
-    seen: dict[str, list[str]] = {}
-    fields: dict[str, dataclasses.Field] = {}
+    `mode`, is one flag, as it is one `--metadata` key, and its help names each family's text and
+    default). Every flag defaults to None, so only the options given on the command line are
+    passed on, and each family keeps its defaults."""
+    declared: dict[str, list[tuple[str, dataclasses.Field]]] = {}
     for cls in option_types:
         for f in cls.option_fields(harness):
-            fields.setdefault(f.name, f)
-            default = "" if f.default is None else f"; default {f.default!r}"
-            seen.setdefault(f.name, []).append(f"{f.metadata['help']}{default}")
-    for name, f in fields.items():
-        if isinstance(f.default, bool):  # --flag / --no-flag
+            declared.setdefault(f.name, []).append((family_name(cls), f))
+    for name, same_name in declared.items():
+        first = same_name[0][1]
+        if isinstance(first.default, bool):  # --flag / --no-flag
             parser.add_argument(
                 _flag(name),
                 dest=name,
                 action=argparse.BooleanOptionalAction,
                 default=None,
-                help=" | ".join(dict.fromkeys(seen[name])),
+                help=merged_help(same_name),
             )
             continue
-        choices = sorted(
-            {
-                c
-                for cls in option_types
-                for g in cls.option_fields(harness)
-                if g.name == name
-                for c in (g.metadata.get("choices") or ())
-            },
-            key=str,
-        )
+        choices = sorted({c for _, f in same_name for c in (f.metadata.get("choices") or ())}, key=str)
+        parse = _parser_for(first)
         parser.add_argument(
             _flag(name),
             dest=name,
-            type=_parser_for(f),
+            type=parse,
             default=None,
-            metavar=None if choices else name.upper(),
+            metavar=None if choices else _metavar(name, parse),
             choices=choices or None,
-            help=" | ".join(dict.fromkeys(seen[name])),
+            help=merged_help(same_name),
         )
 
 

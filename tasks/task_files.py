@@ -17,10 +17,13 @@ from typing import Any
 
 import yaml
 
+from biasmonkey.tasks.atomic_write import make_folder, write_text
 from biasmonkey.tasks.contract import Family, LmEvalGroup, lm_eval_group_name, lm_eval_task_name
 from biasmonkey.tasks.families import FAMILIES
 
 TASKS_DIR = Path(__file__).resolve().parent
+# What to do when a task file cannot be written (tasks.atomic_write messages).
+WRITABLE_HINT = "run it in a writable checkout of biasmonkey, or give another --root"
 
 
 def _flow(value: Any) -> str:
@@ -94,8 +97,8 @@ def write(root: Path = TASKS_DIR, families: Mapping[str, Family] = FAMILIES) -> 
     for path, text in task_files(families).items():
         target = root / path
         if not target.exists() or target.read_text() != text:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(text)
+            make_folder(target.parent, WRITABLE_HINT)
+            write_text(target, text, WRITABLE_HINT)
             changed.append(path)
     return changed
 

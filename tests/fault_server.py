@@ -36,10 +36,14 @@ Faults (constructor arguments, also plain attributes that a test may change betw
   JSON, a str as is), before any other fault.
 - `fail_after=k`: after k good answers every POST fails, as `failure` says: "500" (HTTP 500),
   "drop" (the connection is closed without an answer) or "hang" (never answered).
+- `bad_logprob=x`: scoring answers (`max_tokens: 1` with `logprobs`) with every log-probability
+  set to x: `POSITIVE_LOGPROB` (+2.5, a probability above 1) or `NAN_LOGPROB` (sent as the JSON
+  `NaN` that Python and some servers write); after `bad_after` good answers (default 0), for
+  `bad_answers` answers (default `FOREVER`). Not counted as good answers.
 
 Records: `requests` (every request: `Recorded(method, path, body, headers, status)`; status None
 when nothing was sent back), `posts` (the POSTs to /v1/completions), `answered` (good answers),
-`answered_prompts` (their prompts, in order). `clear()` forgets them (and restarts the fault
+`answered_prompts` (their prompts, in order), `bad_prompts` (the prompts given `bad_logprob`). `clear()` forgets them (and restarts the fault
 counts).
 """
 
@@ -58,6 +62,8 @@ from typing import Any, Literal
 FOREVER = 1 << 62
 TEXT_TOKENS = (" A", " B", " C", " D", " E", " F")
 HANG_SECONDS = 600.0  # a hanging handler gives up after this, or when the server closes
+POSITIVE_LOGPROB = 2.5  # a probability of e^2.5 = 12.2
+NAN_LOGPROB = math.nan
 
 
 def logprob(prompt: str, token: str, n_tokens: int) -> float:
@@ -97,12 +103,17 @@ class FaultServer:
         text: str = " A",
         honor_n: bool = True,
         metrics: str | Callable[[], str] | None = None,
+        bad_logprob: float | None = None,
+        bad_after: int = 0,
+        bad_answers: int = FOREVER,
     ) -> None:
         self.fail_after, self.failure, self.hang = fail_after, failure, hang
         self.malformed, self.malformed_body, self.errors_then_ok = malformed, malformed_body, errors_then_ok
         self.delay, self.require_key, self.script = delay, require_key, list(script or [])
         self.model, self.text = model, text
         self.honor_n, self.metrics = honor_n, metrics
+        self.bad_logprob, self.bad_after, self.bad_answers = bad_logprob, bad_after, bad_answers
+        self.bad_prompts: list[str] = []  # prompts answered with `bad_logprob`
         self.requests: list[Recorded] = []
         self.answered = 0  # good answers (not 503s, malformed or scripted ones)
         self.answered_prompts: list[str] = []  # their prompts, in order
@@ -132,6 +143,7 @@ class FaultServer:
         with self._lock:
             self.requests.clear()
             self.answered_prompts.clear()
+            self.bad_prompts.clear()
             self.answered = self._errors = self._malformed = 0
 
     @property
@@ -166,6 +178,9 @@ class FaultServer:
             if self._malformed < self.malformed:
                 self._malformed += 1
                 return 200, self.malformed_body
+            if self._gives_bad_logprobs(record.body):
+                self.bad_prompts.append(str(record.body.get("prompt", "")))
+                return 200, self._completion(record.body, bad=self.bad_logprob)
             if self.fail_after is not None and self.answered >= self.fail_after:
                 if self.failure == "500":
                     return 500, {"error": "internal server error (injected)"}
@@ -174,14 +189,21 @@ class FaultServer:
             self.answered_prompts.append(str(record.body.get("prompt", "")))
             return 200, self._completion(record.body)
 
-    def _completion(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _gives_bad_logprobs(self, body: dict[str, Any]) -> bool:
+        """A scoring request that gets `bad_logprob` (called with the lock held)."""
+        scoring = body.get("max_tokens") == 1 and bool(body.get("logprobs"))
+        due = self.answered >= self.bad_after and len(self.bad_prompts) < self.bad_answers
+        return self.bad_logprob is not None and scoring and due
+
+    def _completion(self, body: dict[str, Any], bad: float | None = None) -> dict[str, Any]:
+        """A normal answer; with `bad`, every log-probability of a scoring answer is that value."""
         prompt = str(body.get("prompt", ""))
         choice: dict[str, Any] = {"index": 0, "text": self.text, "finish_reason": "length", "logprobs": None}
         if body.get("max_tokens") == 1 and body.get("logprobs"):
             ids = body.get("logprob_token_ids")
             keys = [f"token_id:{i}" for i in ids] if ids else list(TEXT_TOKENS)
-            top = {key: logprob(prompt, key, len(keys)) for key in keys}
-            best = max(top, key=top.__getitem__)
+            top = {key: logprob(prompt, key, len(keys)) if bad is None else bad for key in keys}
+            best = max(top, key=top.__getitem__) if bad is None else keys[0]
             choice.update(text=best, logprobs={"tokens": [best], "token_logprobs": [top[best]], "top_logprobs": [top]})
         n = body.get("n") if self.honor_n and isinstance(body.get("n"), int) and body.get("n") > 1 else 1
         choices = [{**choice, "index": i} for i in range(n)]

@@ -1,11 +1,12 @@
 """The `biasmonkey` command line: tasks-dir, tasks list, run, plan, summarize, report, inspect-eval-set, data,
 task-files, and each family's own commands (`tasks/<family>/commands.py`: `add_commands`, and the
-options it adds to summarize and report)."""
+options it adds to summarize and report). `biasmonkey --help` lists every command with its help line."""
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -18,6 +19,13 @@ from biasmonkey.harness_ext.app.run import tasks_dir
 from biasmonkey.harness_ext.app.task_files_command import add_subcommand as add_task_files
 from biasmonkey.harness_ext.app.tasks_command import add_subcommand as add_tasks
 from biasmonkey.tasks.families import FAMILIES, family_module
+
+DESCRIPTION = """\
+Measure the response biases of language models (survey response biases, yes-no bias, cognitive
+biases, MMLU answer position) with lm-eval or Inspect, and report them side by side."""
+# The harnesses whose versions `--version` prints where they are installed (distribution names).
+HARNESS_DISTRIBUTIONS = ("lm-eval", "inspect-ai")
+EPIPE_EXIT = 141  # 128 + SIGPIPE, as a shell reports a command whose reader went away
 
 
 def family_hooks(name: str) -> Iterator[Callable[..., Any]]:
@@ -109,18 +117,70 @@ def cmd_inspect_eval_set(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="biasmonkey", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+def versions() -> str:
+    """biasmonkey's version and, where installed, the harnesses', one per line."""
+    from importlib.metadata import PackageNotFoundError, version
 
-    p = sub.add_parser("tasks-dir", help="print the task folder for lm_eval --include_path")
+    lines = []
+    for name in ("biasmonkey", *HARNESS_DISTRIBUTIONS):
+        try:
+            lines.append(f"{name} {version(name)}")
+        except PackageNotFoundError:
+            lines.append(f"{name} not installed")
+    return "\n".join(lines)
+
+
+class VersionAction(argparse.Action):
+    """`--version`: print `versions()` and exit (looked up only when asked for)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        print(versions())
+        parser.exit()
+
+
+def leaf_commands(sub: argparse._SubParsersAction, prefix: str = "") -> Iterator[tuple[str, str]]:
+    """(command, help line) of every runnable command under `sub`, e.g. ("data fetch", "download …")."""
+    for choice in sub._choices_actions:
+        name = f"{prefix}{choice.dest}"
+        nested = [a for a in sub.choices[choice.dest]._actions if isinstance(a, argparse._SubParsersAction)]
+        if nested:
+            yield from leaf_commands(nested[0], f"{name} ")
+        else:
+            yield name, choice.help or ""
+
+
+def command_listing(sections: list[tuple[str, list[tuple[str, str]]]]) -> str:
+    """The top-level help's list of commands: one line each, under a heading per section."""
+    width = max(len(name) for _, commands in sections for name, _ in commands) + 2
+    lines = []
+    for title, commands in sections:
+        lines += ["", f"{title}:", *(f"  {name.ljust(width)}{text}" for name, text in commands)]
+    return "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="biasmonkey",
+        usage="%(prog)s [-h] [--version] COMMAND ...",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="`biasmonkey COMMAND --help` describes a command's options; docs/cli.md has an example of each.",
+    )
+    parser.add_argument("--version", action=VersionAction, help="print the versions of biasmonkey, lm-eval and Inspect")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, help=argparse.SUPPRESS)
+
+    p = sub.add_parser("tasks-dir", help="print the folder of biasmonkey's lm-eval tasks, for lm_eval --include_path")
     p.set_defaults(func=cmd_tasks_dir)
     add_tasks(sub)
 
     add_run(sub)
     add_plan(sub)
 
-    p = sub.add_parser("summarize", help="summary table of an lm-eval output folder (run with --log_samples)")
+    p = sub.add_parser(
+        "summarize", help="print and save the summary table of an lm-eval output folder or an Inspect log folder"
+    )
     p.add_argument("results", type=Path, help="the folder given to lm_eval --output_path, or an Inspect log dir")
     p.add_argument("--out", type=Path, help="where to write summary.md/.csv (default: the results folder)")
     p.add_argument(
@@ -132,9 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_family_options("summary", p)
     p.set_defaults(func=cmd_summarize)
 
-    p = sub.add_parser(
-        "report", help="report (markdown, HTML, tables, figures, leaderboard files) over one or many models"
-    )
+    p = sub.add_parser("report", help="write the report (markdown, HTML, tables, figures) comparing one or many models")
     p.add_argument(
         "results", type=Path, nargs="+", help="lm-eval --output_path folders, Inspect log folders or log files"
     )
@@ -181,7 +239,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_family_options("report", p)
     p.set_defaults(func=cmd_report)
 
-    p = sub.add_parser("inspect-eval-set", help="run an Inspect eval set from a YAML file in configs/")
+    p = sub.add_parser("inspect-eval-set", help="run a suite with Inspect, as the eval set of a YAML file in configs/")
     p.add_argument("config", type=Path, help="e.g. configs/inspect_response_bias.yaml")
     p.add_argument("--model", help="Inspect model, e.g. openai/gpt-4o-mini or hf/<folder> (overrides the file)")
     p.add_argument("--log-dir", help="log folder (overrides the file)")
@@ -196,14 +254,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_inspect_eval_set)
 
+    generic = list(leaf_commands(sub))
     for add_commands in family_hooks("add_commands"):
         add_commands(sub)
+    families = list(leaf_commands(sub))[len(generic) :]
     add_data(sub)
     add_task_files(sub)
+    maintenance = list(leaf_commands(sub))[len(generic) + len(families) :]
+    listing = command_listing(
+        [("commands", generic), ("the families' commands", families), ("maintenance", maintenance)]
+    )
+    parser.description = DESCRIPTION + "\n" + listing
     return parser
 
 
-def main(argv: list[str] | None = None) -> int:
+def run_command(argv: list[str] | None) -> int:
     args = build_parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="biasmonkey: %(message)s")  # e.g. download progress
     try:
@@ -211,6 +276,31 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, FileNotFoundError, RuntimeError) as err:
         print(f"biasmonkey: error: {err}", file=sys.stderr)
         return 2
+
+
+def quiet_stdout() -> None:
+    """Point stdout at the null device, so that nothing more (not even the flush at exit) meets the
+    closed pipe."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a real file (e.g. captured by a test)
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run one command. Where stdout's reader goes away (`biasmonkey tasks list | head`), stop quietly with
+    status 141, as other command-line tools do, instead of a BrokenPipeError traceback."""
+    try:
+        try:
+            return run_command(argv)
+        finally:
+            sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's flush at exit
+    except BrokenPipeError:
+        quiet_stdout()
+        return EPIPE_EXIT
 
 
 if __name__ == "__main__":

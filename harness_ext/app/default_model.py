@@ -18,7 +18,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.atomic_write import write_text
+from biasmonkey.tasks.cache import CACHE_HINT, cache_root
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -40,6 +41,14 @@ class DefaultModelUnavailable(RuntimeError):
 def default_model_dir(cache_dir: Path | None = None) -> Path:
     """Where the converted default model folder lives (whether or not it exists yet)."""
     return cache_root(cache_dir) / "models" / DEFAULT_MODEL_NAME
+
+
+def is_default_model(model: str) -> bool:
+    """Whether a model path a harness recorded is the converted default model's folder."""
+    try:
+        return Path(model).resolve() == default_model_dir().resolve()
+    except OSError:
+        return False
 
 
 def gguf_path() -> Path:
@@ -101,7 +110,7 @@ def ensure_default_model(cache_dir: Path | None = None, log: Callable[[str], Non
             "source": f"{GGUF_PACKAGE}/{GGUF_FILE}",
             "dtype": str(model.dtype).removeprefix("torch."),
         }
-        (tmp / MARKER_FILE).write_text(json.dumps(marker, indent=2) + "\n")
+        write_text(tmp / MARKER_FILE, json.dumps(marker, indent=2) + "\n", CACHE_HINT)
         try:
             tmp.rename(target)
         except OSError:

@@ -47,7 +47,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.app.run_checks import positive_int, unknown_tasks
+from biasmonkey.harness_ext.app.run_checks import check_model, positive_int, unknown_tasks
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -96,6 +96,7 @@ class Request:
     context: str
     continuation: str | None
     repeats: int = 1
+    max_gen_toks: int | None = None  # a generation's new tokens (its task's setting; None: the backend's)
 
 
 @dataclass
@@ -174,6 +175,7 @@ def build_requests(
                     inst.args[0],
                     inst.args[1] if inst.request_type == "loglikelihood" else None,
                     inst.repeats or 1,
+                    inst.args[1].get("max_gen_toks") if inst.request_type == "generate_until" else None,
                 )
                 for inst in task.instances
             ]
@@ -441,6 +443,10 @@ def parse_backends(text: str) -> list[str]:
 def cmd_plan(args: argparse.Namespace) -> int:
     spec = task_spec(args.suite, args.tasks)
     metadata = cli_metadata(args, OPTION_TYPES)
+    if args.tokenizer:  # a missing folder or unreachable hub id: one line, before loading anything
+        check_model(args.tokenizer, "--tokenizer", weights=False)
+    elif args.model:
+        check_model(args.model, weights=args.calibrate)
     tokenizer, tokenizer_name = load_tokenizer(args.tokenizer or args.model)
     lm = _tokenizer_lm(tokenizer)
     tasks = build_requests(spec, metadata, args.limit, lm.apply_chat_template if args.apply_chat_template else None)
@@ -531,7 +537,12 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tasks", help="lm-eval task names, groups or tags, comma-separated (overrides --suite)")
     add_cli_arguments(p.add_argument_group("run options (lm-eval --metadata; default: each task's own)"), OPTION_TYPES)
     p.add_argument("--limit", type=positive_int, help="documents (pairs, questions, tests) per task, for a quick look")
-    p.add_argument("--apply-chat-template", action="store_true")
+    p.add_argument(
+        "--apply-chat-template",
+        action="store_true",
+        help="send each prompt through the model's chat template (default: the raw prompt, the papers' protocol); "
+        "a setting of its own in every summary and report",
+    )
 
 
 def add_subcommand(subparsers: Any) -> None:

@@ -36,6 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.app.context_check import check_context
 from biasmonkey.harness_ext.app.plan import (
     DOCUMENT_UNITS,
     OPTION_TYPES,
@@ -63,6 +64,8 @@ from biasmonkey.harness_ext.app.run_checks import (
     positive_seconds,
     warn_unused_options,
 )
+from biasmonkey.harness_ext.app.run_lock import OutputLock, output_lock
+from biasmonkey.harness_ext.lm_eval.parent_watch import PARENT_ENV
 from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.options import cli_metadata
 
@@ -107,6 +110,8 @@ def model_args(args: argparse.Namespace, model_path: str | None) -> str:
         values.update({name: getattr(args, name) for name in optional if getattr(args, name) is not None})
     else:
         values = {"pretrained": model_path, "dtype": args.dtype}
+    if getattr(args, "allow_truncation", False) and args.backend != "stock-hf":  # (stock hf always cuts)
+        values["allow_truncation"] = True
     return json.dumps(values)
 
 
@@ -168,6 +173,23 @@ def lm_eval_steps(args: argparse.Namespace, tasks: list[Any], stamp: str) -> lis
     return [Step(",".join(rest), args.output)] * bool(rest) + [Step(names, first), Step(names, args.output, follow)]
 
 
+def results_folder_name(args: argparse.Namespace, model_path: str | None) -> str:
+    """The folder of the run's lm-eval files, named after the model as the user gave it: the default
+    model's name, a local folder's name, a hub id or served model with "/" as "__" (lm-eval's rule),
+    not lm-eval's name built from the whole path ("__root__.cache__…")."""
+    if args.backend == "server":
+        given = args.server_model
+    elif args.model is None:
+        from biasmonkey.harness_ext.app.default_model import DEFAULT_MODEL_NAME
+
+        given = DEFAULT_MODEL_NAME
+    else:
+        given = Path(args.model).name if Path(args.model).expanduser().exists() else args.model
+    from biasmonkey.harness_ext.app.report.leaderboard import sanitize_model_name
+
+    return sanitize_model_name(str(given or model_path)).strip("_.") or "model"
+
+
 def lm_eval_command(
     args: argparse.Namespace, model_path: str | None, step: Step | None = None, metadata: dict[str, Any] | None = None
 ) -> list[str]:
@@ -185,7 +207,7 @@ def lm_eval_command(
         "--tasks",
         step.tasks,
         "--output_path",
-        str(step.output),
+        str(step.output / results_folder_name(args, model_path) / "results.json"),
         "--log_samples",
     ]
     # Always explicit (even "{}"): the command line shows every task option the run used.
@@ -247,7 +269,7 @@ def check_inputs(args: argparse.Namespace) -> None:
     if args.backend == "server":
         check_api_key_env(args.api_key_env)
         if args.tokenizer:
-            check_model(args.tokenizer)
+            check_model(args.tokenizer, "--tokenizer", weights=False)
     else:
         if args.model:
             check_model(args.model)
@@ -301,11 +323,17 @@ def engine_lines(base_url: str, before: dict[str, float] | None, after: dict[str
     ]
 
 
-def run_lm_eval_child(cmd: list[str], env: dict[str, str]) -> int:
+def run_lm_eval_child(cmd: list[str], env: dict[str, str], lock: OutputLock | None = None) -> int:
     """Run lm-eval in its own process group. SIGINT and SIGTERM stop it and everything it started:
-    the signal is passed on, and after a grace period the group is killed. Returns lm-eval's exit
-    status, or 128 + the signal's number when this process was stopped (130 SIGINT, 143 SIGTERM)."""
-    proc = subprocess.Popen(cmd, env=env, start_new_session=True)
+    the signal is passed on, and after a grace period the group is killed. A SIGKILL of this process
+    kills lm-eval too (the launcher's `parent_watch`, told this pid). lm-eval inherits the output
+    folder's `lock`, which so stays held while it lives. Returns lm-eval's exit status, or 128 + the
+    signal's number when this process was stopped (130 SIGINT, 143 SIGTERM)."""
+    env = dict(env, **{PARENT_ENV: str(os.getpid())})
+    keep = (lock.fd,) if lock else ()
+    proc = subprocess.Popen(cmd, env=env, start_new_session=True, pass_fds=keep)
+    if lock:
+        lock.note_child(proc.pid)
     received: list[int] = []
 
     def forward(signum: int, _frame: Any) -> None:
@@ -331,6 +359,12 @@ def run_lm_eval_child(cmd: list[str], env: dict[str, str]) -> int:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    """`biasmonkey run`; the output folder's lock (`run_lock`) is released however the run ends."""
+    with contextlib.ExitStack() as held:
+        return run_suite(args, held)
+
+
+def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     from biasmonkey.harness_ext.app.report import write_report
     from biasmonkey.harness_ext.app.summary import latest_outputs, write_summary
 
@@ -347,6 +381,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             from biasmonkey.harness_ext.app.default_model import ensure_default_model
 
             model_path = str(ensure_default_model())
+    # Prompts longer than the model's context: an error now, or counted (--allow-truncation).
+    fit = check_context(
+        args, tasks, (args.tokenizer or args.server_model) if args.backend == "server" else model_path, metadata
+    )
+    # One run per output folder, from here on: a live run's folder is refused (a dead one's lock is free).
+    lock = held.enter_context(output_lock(args.output))
     cache = cache_path(args, model_path) if uses_cache(args) else None
     cache_files = list(cache.parent.glob(f"{cache.name}_rank*.db")) if cache else []
     if args.resume and not cache_files:
@@ -358,7 +398,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         for db in cache_files:
             check_cache(db)
     label = args.server_model if args.backend == "server" else Path(str(model_path)).name or str(model_path)
-    print(run_line(args, tasks, label, cache), flush=True)
+    print(run_line(args, tasks, label, cache) + fit.run_note(), flush=True)
     if not args.resume:
         for stale in cache_files:
             stale.unlink()
@@ -373,7 +413,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:
             print(f"biasmonkey run: lm-eval run {number} of {len(steps)}: {step.tasks} -> {step.output}", flush=True)
-        code = run_lm_eval_child(lm_eval_command(args, model_path, step, metadata), env)
+        code = run_lm_eval_child(lm_eval_command(args, model_path, step, metadata), env, lock)
         if code != 0:
             stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
             print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
@@ -382,7 +422,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             return code
     if latest_outputs(args.output):
         engine = engine_lines(args.base_url, counters, prefix_cache_counters(args)) if args.backend == "server" else []
-        md, csv_path = write_summary(args.output, engine=engine)
+        md, csv_path = write_summary(args.output, engine=engine, notes=fit.summary_lines())
         print(md.read_text())
         print(f"Summary written to {md} and {csv_path}")
     report = write_report([args.output], args.output / "report")
@@ -453,6 +493,12 @@ def add_subcommand(subparsers: Any) -> None:
         help="continue an interrupted run of the same model, dtype and backend from its request cache",
     )
     p.add_argument("--no-cache", action="store_true", help="keep no request cache (the run cannot be resumed)")
+    p.add_argument(
+        "--allow-truncation",
+        action="store_true",
+        help="run prompts longer than the model's context cut from the left (default: an error before the run); "
+        "the run line and summary.md count them",
+    )
     p.add_argument(
         "lm_eval_args",
         nargs="*",

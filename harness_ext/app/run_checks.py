@@ -78,28 +78,27 @@ def env_name(text: str) -> str:
 # ---------------------------------------------------------------------------- checks
 
 
-def check_model(model: str) -> None:
-    """A local model folder must hold a `config.json`; anything else must look like a hub id (and be
-    cached when the hub is offline)."""
+def check_model(model: str, flag: str = "--model", weights: bool = True) -> None:
+    """A local model folder must hold a parsing `config.json`, tokenizer files and whole weights
+    (`model_checks`; `weights=False`: a tokenizer folder); anything else must look like a hub id that
+    is cached or that the Hub answers for."""
+    from biasmonkey.harness_ext.app.model_checks import check_hub_model, check_model_folder
+
     path = Path(model).expanduser()
     if path.exists():
         if not path.is_dir():
-            raise ValueError(f"--model {model}: not a model folder (give the folder holding config.json)")
-        if not (path / "config.json").is_file():
-            raise ValueError(f"--model {model}: no config.json in that folder; is it a Hugging Face model folder?")
+            raise ValueError(f"{flag} {model}: not a model folder (give the folder holding config.json)")
+        if weights and not (path / "config.json").is_file():
+            raise ValueError(f"{flag} {model}: no config.json in that folder; is it a Hugging Face model folder?")
         if not os.access(path, os.R_OK | os.X_OK):
-            raise ValueError(f"--model {model}: the folder is not readable")
+            raise ValueError(f"{flag} {model}: the folder is not readable")
+        check_model_folder(path, model, flag, weights)
         return
     if model.startswith(("/", ".", "~")) or not HUB_ID.match(model):
-        raise ValueError(f"--model {model}: no such model folder (and not a hub id like org/name)")
-    if os.environ.get("HF_HUB_OFFLINE") in ("1", "true", "True"):
-        from huggingface_hub import try_to_load_from_cache
-
-        if not isinstance(try_to_load_from_cache(model, "config.json"), str):
-            raise ValueError(
-                f"--model {model}: not in the Hugging Face cache and HF_HUB_OFFLINE is set; "
-                "download it first or give a local folder"
-            )
+        raise ValueError(
+            f"{flag} {model}: no such {'model' if weights else 'tokenizer'} folder (and not a hub id like org/name)"
+        )
+    check_hub_model(model, flag)
 
 
 def check_device(name: str) -> None:
@@ -274,25 +273,48 @@ def cache_entries(db: Path) -> int:
         return 0
 
 
+def invalid_cached_answer(value: Any) -> bool:
+    """A cached log-likelihood no model gives: a loglikelihood answer is (log-likelihood, is_greedy), a
+    rolling one a bare number; either is invalid when the number is not finite or above 0 (beyond
+    `biasmonkey.metrics.top_logprobs.LOGPROB_TOLERANCE`). Generations (text) are never invalid here."""
+    from biasmonkey.metrics.top_logprobs import logprob_problem
+
+    if isinstance(value, tuple) and len(value) == 2 and isinstance(value[1], bool):
+        value = value[0]
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return False  # text, or nothing this check knows
+    return logprob_problem(value) is not None
+
+
 def check_cache(db: Path) -> int:
     """Before resuming: the cache file must be a readable lm-eval cache. Entries that cannot be read
-    back are removed (they are recomputed) and counted; returns that count."""
+    back, and log-likelihoods no model gives (NaN, above 0: cached before answers were validated),
+    are removed (they are recomputed) and counted; returns that count."""
     import pickle
 
+    unreadable, invalid = [], []
     try:
         with sqlite3.connect(db) as conn:
-            rows = conn.execute("SELECT key, value FROM unnamed").fetchall()
-            bad = []
-            for key, value in rows:
+            for key, value in conn.execute("SELECT key, value FROM unnamed").fetchall():
                 try:
-                    pickle.loads(value)
+                    answer = pickle.loads(value)
                 except Exception:
-                    bad.append(key)
-            conn.executemany("DELETE FROM unnamed WHERE key = ?", [(k,) for k in bad])
+                    unreadable.append(key)
+                    continue
+                if invalid_cached_answer(answer):
+                    invalid.append(key)
+            conn.executemany("DELETE FROM unnamed WHERE key = ?", [(k,) for k in unreadable + invalid])
     except sqlite3.Error as err:
         raise ValueError(
             f"--resume: the request cache {db} is corrupt ({err}); delete it, or run without --resume to start over"
         ) from err
-    if bad:
-        log.warning("%d unreadable entries of %s skipped (they are recomputed)", len(bad), db)
-    return len(bad)
+    if unreadable:
+        log.warning("%d unreadable entries of %s skipped (they are recomputed)", len(unreadable), db)
+    if invalid:
+        log.warning(
+            "%d cached answer(s) of %s with invalid log-probabilities (not finite, or above 0) dropped "
+            "(they are asked for again)",
+            len(invalid),
+            db,
+        )
+    return len(unreadable) + len(invalid)

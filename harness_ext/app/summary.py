@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name
+from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 from biasmonkey.tasks.contract import Family, SummaryTable, lm_eval_task_name, reported
 from biasmonkey.tasks.families import FAMILIES
 
@@ -122,15 +123,21 @@ def table_lines(table: SummaryTable) -> list[str]:
 
 
 def to_markdown(
-    tables: Mapping[Run, Mapping[str, SummaryTable]], labels: Mapping[Run, str], engine: Sequence[str] = ()
+    tables: Mapping[Run, Mapping[str, SummaryTable]],
+    labels: Mapping[Run, str],
+    engine: Sequence[str] = (),
+    notes: Sequence[str] = (),
 ) -> str:
     """The summary: one run's tables under its title, or one section per run; then `engine`, lines
-    about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate)."""
+    about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate).
+    `notes`: lines under the title that qualify every number (the run's truncated prompts)."""
     if len(tables) == 1:
         ((run, families),) = tables.items()
         lines, level = [f"# Summary: {labels[run]}"], "##"
     else:
         lines, level = [f"# Summary: {len(tables)} runs (models and settings), each in its own tables"], "###"
+    for note in notes:
+        lines += ["", note]
     for run, families in tables.items():
         if level == "###":
             lines += ["", f"## {labels[run]}"]
@@ -146,6 +153,7 @@ def write_summary(
     out_dir: Path | None = None,
     model: str | None = None,
     engine: Sequence[str] = (),
+    notes: Sequence[str] = (),
     **options: Any,
 ) -> tuple[Path, Path]:
     """Write summary.md and summary.csv for an lm-eval output or Inspect log folder (into out_dir or
@@ -159,13 +167,12 @@ def write_summary(
             f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
             "run lm_eval with --log_samples, or give the Inspect log folder"
         )
-    out_dir = Path(out_dir or output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    out_dir = make_folder(out_dir or output_dir)
     md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
     labels = {run: run.label for run in tables}
     if len(set(labels.values())) < len(labels):  # two models with one short name: their full names
         labels = {run: str(run) for run in tables}
-    md.write_text(to_markdown(tables, labels, engine))
+    write_text(md, to_markdown(tables, labels, engine, notes))
     rows = [
         {**row, "model": run.model, "settings": describe(run.settings), "family": name}
         for run, families in tables.items()
@@ -173,7 +180,7 @@ def write_summary(
         for row in table.rows
     ]
     fieldnames = list(dict.fromkeys(k for r in rows for k in r))
-    with csv_path.open("w", newline="") as f:
+    with atomic_open(csv_path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fieldnames)
         writer.writeheader()
         writer.writerows(rows)

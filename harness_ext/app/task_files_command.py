@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.tasks.task_files import TASKS_DIR, add_arguments
+from biasmonkey.tasks.atomic_write import write_text
+from biasmonkey.tasks.task_files import TASKS_DIR, WRITABLE_HINT, add_arguments
 from biasmonkey.tasks.task_files import run as run_task_files
 
 # In a checkout (not an installed package) the Hub Benchmark definition lies beside tasks/.
@@ -28,7 +29,7 @@ def run(args: argparse.Namespace) -> int:
     if args.check:
         print(f"differs: {HUB_CONFIG}", file=sys.stderr)
         return 1
-    HUB_CONFIG.write_text(text)
+    write_text(HUB_CONFIG, text, WRITABLE_HINT)
     print(f"wrote {Path('configs/hub/eval.yaml')}")
     return code
 

@@ -228,7 +228,7 @@ def add_subcommand(subparsers: Any) -> None:
     sub = p.add_subparsers(dest="tasks_command", required=True)
     ls = sub.add_parser(
         "list",
-        help="the task families: tasks (lm-eval and Inspect names), modes, options with defaults and help",
+        help="list the task families: their tasks (lm-eval and Inspect names), modes and options with defaults",
         description="List the task families (name, title, suite, unit), their tasks (lm-eval name biasmonkey_<task>, "
         "Inspect name biasmonkey/<task>), modes and run options with their defaults and help.",
     )

@@ -1,5 +1,5 @@
 """What the Inspect adapters share: registering a family's tasks with `-T` parameters from its
-options type, `@metric`s made from its metric table, and reading the top log-probabilities."""
+options type, its metric table as one registered `@metric`, and reading the top log-probabilities."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from inspect_ai import Task, task
 from inspect_ai.model import ModelOutput
 from inspect_ai.scorer import Metric, SampleScore, metric
 
-from biasmonkey.tasks.contract import Family, LoggedScore, mean_stderr
+from biasmonkey.metrics.top_logprobs import check_top_logprobs
+from biasmonkey.tasks.contract import Family, LoggedScore, mean_stderr, reported
 from biasmonkey.tasks.contract import Metric as FamilyMetric
 
 
@@ -23,7 +24,9 @@ def register_tasks(
     options made from the -T parameters.
 
     Each registered function's signature is the family's Inspect options (with their Inspect
-    defaults), so Inspect lists them as the task's -T parameters; `describe(**fixed)` is its doc."""
+    defaults), so Inspect lists them as the task's -T parameters; `describe(**fixed)` is its doc.
+    Also registers the family's metric table (`register_metric_table`), so that importing the
+    entry point makes every name a log refers to resolvable."""
     signature = inspect.Signature(family.options_type.inspect_parameters())
 
     def task_function(name: str, fixed: Mapping[str, Any]) -> Callable[..., Task]:
@@ -37,49 +40,76 @@ def register_tasks(
         make.__doc__ = describe(**fixed)
         return task(name=name)(make)
 
+    metric_table(family)
     return {name: task_function(name, fixed) for name, fixed in family.tasks.items()}
 
 
-def _decoder(family: Family) -> Callable[[list[SampleScore]], list[Any]]:
-    """Records of the (epoch-reduced) scores, decoded once per list: Inspect hands the same list
-    to every metric of a scorer, so the last list and its records are kept."""
-    last: list[tuple[list[SampleScore], list[Any]]] = []
-
-    def decode(scores: list[SampleScore]) -> list[Any]:
-        if not last or last[0][0] is not scores:
-            records = [
-                family.from_inspect(LoggedScore(s.sample_id or "", s.score.value, None, s.sample_metadata or {}))
-                for s in scores
-            ]
-            last[:] = [(scores, records)]
-        return last[0][1]
-
-    return decode
+def _records(family: Family, scores: list[SampleScore]) -> list[Any]:
+    """The family's records of the (epoch-reduced) scores."""
+    return [
+        family.from_inspect(LoggedScore(s.sample_id or "", s.score.value, None, s.sample_metadata or {}))
+        for s in scores
+    ]
 
 
-def _registered_metric(name: str, compute: Callable[[list[SampleScore]], float]) -> Metric:
-    def factory() -> Metric:
-        def value(scores: list[SampleScore]) -> float:  # Inspect needs this annotation for set-level metrics
-            return compute(scores)
+def table_values(family: Family, metrics: Sequence[FamilyMetric], records: Sequence[Any]) -> dict[str, float]:
+    """Every entry of the metric table over `records`, plus `<name>_stderr` where the table asks for it."""
+    values: dict[str, float] = {}
+    for m in metrics:
+        values[m.name] = m.compute(records)
+        if m.stderr:
+            values[f"{m.name}_stderr"] = mean_stderr([v for v in map(m.value, records) if v is not None])
+    return values
+
+
+def metric_table_name(family: Family) -> str:
+    """The registered name of a family's metric table: `biasmonkey/<family>_metrics`."""
+    return f"{family.name}_metrics"
+
+
+def register_metric_table(family: Family) -> Callable[..., Metric]:
+    """Register the family's metric table as one Inspect `@metric`, `biasmonkey/<family>_metrics`,
+    whose value is a dict (Inspect reports each entry under its own name: `delta`, `delta_t`, …).
+
+    Its arguments are the task's fixed arguments and the options that differ from their defaults,
+    so Inspect records them in the log and `inspect score` rebuilds the same table from the
+    registry (the entry point registers it at import)."""
+
+    def table(fixed: dict[str, Any], options: dict[str, Any]) -> Metric:
+        metrics = reported(family, family.options_type(**options), "inspect", fixed)
+
+        def value(scores: list[SampleScore]) -> dict[str, float]:  # the annotation marks a set-level metric
+            return table_values(family, metrics, _records(family, scores))
 
         return value
 
-    return metric(name=name)(factory)()
+    table.__name__ = table.__qualname__ = metric_table_name(family)
+    return metric(name=metric_table_name(family))(table)
 
 
-def family_metrics(family: Family, metrics: Sequence[FamilyMetric]) -> list[Metric]:
-    """One Inspect metric per entry of the family's metric table (plus `<name>_stderr` where the
-    table asks for it), computed from the records decoded from the scores."""
-    decode = _decoder(family)
-    out = []
-    for m in metrics:
-        out.append(_registered_metric(m.name, lambda scores, m=m: m.compute(decode(scores))))
-        if m.stderr:
-            values = lambda scores, m=m: [v for v in map(m.value, decode(scores)) if v is not None]  # noqa: E731
-            out.append(
-                _registered_metric(f"{m.name}_stderr", lambda scores, values=values: mean_stderr(values(scores)))
-            )
-    return out
+def family_metrics(family: Family, options: Any, fixed: Mapping[str, Any]) -> list[Metric]:
+    """The task's metrics: the family's registered metric table for these options and arguments."""
+    return [metric_table(family)(fixed=dict(fixed), options=_logged_options(options))]
+
+
+def _logged_options(options: Any) -> dict[str, Any]:
+    """The options that differ from their defaults, as the log stores them (tuples as lists),
+    without those that only say where inputs lie (a path of the machine that ran it)."""
+    return {
+        name: list(value) if isinstance(value, tuple) else value
+        for name, value in options.non_defaults().items()
+        if name not in options.locations
+    }
+
+
+_METRIC_TABLES: dict[str, Callable[..., Metric]] = {}  # family name -> its registered table
+
+
+def metric_table(family: Family) -> Callable[..., Metric]:
+    """The family's registered metric table (registered on first use)."""
+    if family.name not in _METRIC_TABLES:
+        _METRIC_TABLES[family.name] = register_metric_table(family)
+    return _METRIC_TABLES[family.name]
 
 
 class LogprobsUnavailable(RuntimeError):
@@ -103,7 +133,9 @@ def first_token_top_logprobs(
             f"model {model} returned no top_logprobs, which exact mode needs to score the answer options; "
             f"use a provider that returns log-probabilities, {alternative}"
         )
-    return [(t.token, t.logprob) for t in top]
+    pairs = [(t.token, t.logprob) for t in top]
+    check_top_logprobs(pairs, f"model {model}")  # finite, ≤ 0, mass ≤ 1: else an error naming the model
+    return pairs
 
 
 # ---------------------------------------------------------------------------- self-explaining scores

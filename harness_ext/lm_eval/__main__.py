@@ -10,22 +10,36 @@ When `biasmonkey run` starts it (environment variable `BIASMONKEY_RUN` set), lm-
 apply the chat template to an instruct model is left out: the raw prompt is the paper's protocol and
 a deliberate default there. Every other message, warnings and errors included, is lm-eval's own.
 
+Before lm-eval creates the model, biasmonkey's tasks among `--tasks` read their options
+(`--metadata`) and, with `--num_fewshot`, build one document with the shots (`preflight.py`): a bad
+option value or a few-shot setting a task refuses is one line and exit status 2, before any
+weights load. A prompt longer than the model's context is an error from the backends
+(`backends/context.py`), one line too.
+
 A served model's failure (`ServerError`: the URL and what went wrong) is one line, not a traceback.
 Stopping keeps what finished (lm-eval's request cache commits each answer as it is stored): SIGINT
 and SIGTERM end the run with one line and exit status 130 / 143 instead of a traceback, and
-`biasmonkey run --resume` then sends only the rest.
+`biasmonkey run --resume` then sends only the rest. Started by `biasmonkey run`, the launcher dies with
+it even when it is killed with SIGKILL (`parent_watch.die_with_parent`).
 """
 
+import argparse
+import contextlib
 import logging
 import os
 import signal
 import sys
 from typing import Any
 
-from lm_eval.__main__ import cli_evaluate
+from lm_eval._cli import HarnessCLI
+from lm_eval.utils import setup_logging
 
 from biasmonkey.harness_ext.lm_eval import backends  # noqa: F401  (registers the model backends)
+from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.served import ServerError
+from biasmonkey.harness_ext.lm_eval.parent_watch import die_with_parent
+from biasmonkey.harness_ext.lm_eval.preflight import check_run
+from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 QUIET_ENV = "BIASMONKEY_RUN"
 
@@ -45,14 +59,45 @@ def _stop(signum: int, _frame: Any) -> None:
     os._exit(128 + signum)
 
 
+def preflight(args: argparse.Namespace) -> None:
+    """biasmonkey's checks of an lm-eval run (`preflight.check_run`), before the model loads; a
+    configuration lm-eval itself refuses is left to lm-eval's own message."""
+    if getattr(args, "command", None) != "run":
+        return
+    from lm_eval.config.evaluate_config import EvaluatorConfig
+
+    lm_eval_logger = logging.getLogger("lm_eval")
+    level = lm_eval_logger.level
+    lm_eval_logger.setLevel(logging.ERROR)  # lm-eval logs its own warnings when it reads them again
+    try:
+        with contextlib.redirect_stdout(None):  # the printout of --config, printed again later
+            config = EvaluatorConfig.from_cli(argparse.Namespace(**vars(args)))
+    except Exception:
+        return
+    finally:
+        lm_eval_logger.setLevel(level)
+    try:
+        # under `biasmonkey run`, the options were read before the launcher started
+        check_run(config, options_checked=bool(os.environ.get(QUIET_ENV)))
+    except ValueError as err:
+        print(f"lm-eval not started: {err}", file=sys.stderr)
+        sys.exit(2)
+
+
 def main() -> None:
+    die_with_parent()  # started by `biasmonkey run`: never outlive it, even after its SIGKILL
     if os.environ.get(QUIET_ENV):
         logging.getLogger("lm_eval.evaluator").addFilter(DropChatTemplateAdvice())
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, _stop)
     try:
-        cli_evaluate()
-    except ServerError as err:  # the message names the server and what went wrong: no traceback
+        setup_logging()  # as lm-eval's own `cli_evaluate`, with biasmonkey's checks before the run
+        parser = HarnessCLI()
+        args = parser.parse_args()
+        preflight(args)
+        parser.execute(args)
+    # each message names what went wrong and the fix: no traceback
+    except (ServerError, ContextTooLong, InvalidLogprobs) as err:
         print(f"lm-eval stopped: {err}", file=sys.stderr)
         sys.exit(1)
 

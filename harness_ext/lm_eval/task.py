@@ -31,11 +31,14 @@ def family_dataset(family: Family, arguments: dict[str, Any]) -> datasets.Datase
 
 
 def _aggregation(metric: Metric, record_type: type) -> Callable[[list[Any]], float]:
-    """A set-level metric's aggregation; whole records arrive as the dicts `process_results` returned."""
+    """A set-level metric's aggregation over the documents that have a value (the others logged
+    None); whole records arrive as the dicts `process_results` returned."""
 
     def aggregate(values: list[Any]) -> float:
         assert metric.aggregate is not None
-        return metric.aggregate([record_type.from_dict(v) if isinstance(v, dict) else v for v in values])
+        return metric.aggregate(
+            [record_type.from_dict(v) if isinstance(v, dict) else v for v in values if v is not None]
+        )
 
     aggregate.__name__ = metric.name
     return aggregate
@@ -54,12 +57,14 @@ def metric_list(metrics: Sequence[Metric], record_type: type) -> list[dict[str, 
 
 
 def doc_values(metrics: Sequence[Metric], record: Any) -> dict[str, Any]:
-    """`process_results` of one document: each metric's value of its record (a record that has
-    none is left out of that metric; whole records are passed as dicts)."""
+    """`process_results` of one document: each metric's value of its record; whole records are
+    passed as dicts. A record without a value logs None for a metric with its own aggregation
+    (which skips it), so every document counts once in each such metric and lm-eval sees one
+    number of documents per task; it is left out of a `mean` metric, which cannot skip it."""
     out = {}
     for m in metrics:
         value = m.value(record)
-        if value is not None:
+        if value is not None or m.aggregate is not None:
             out[m.name] = value.as_dict() if value is record else value
     return out
 

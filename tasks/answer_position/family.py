@@ -18,7 +18,14 @@ from biasmonkey.tasks.answer_position import codecs, data
 from biasmonkey.tasks.answer_position.options import AnswerPositionOptions
 from biasmonkey.tasks.answer_position.prompts import LETTERS, PROMPTS
 from biasmonkey.tasks.answer_position.scoring import McqRecord, summarize
-from biasmonkey.tasks.contract import Family, LmEvalGroup, Metric, lm_eval_group_name, records_metric
+from biasmonkey.tasks.contract import (
+    Family,
+    LmEvalGroup,
+    Metric,
+    lm_eval_group_name,
+    records_metric,
+    subset_mean_metrics,
+)
 
 NAME = "answer_position"
 TITLE = "Answer-position bias on MMLU (Bhatt & Ivanova, 2025)"
@@ -70,7 +77,7 @@ def metrics(options: AnswerPositionOptions, harness: str, **task: Any) -> list[M
 
     return [
         Metric("accuracy", True, lambda r: _share(r, r.gold)),
-        *(Metric(f"recall_{x}", True, _recall(x)) for x in LETTERS),
+        *(m for x in LETTERS for m in subset_mean_metrics(f"recall_{x}", True, _recall(x))),  # over gold = x
         records_metric("rstd", False, field(lambda s: s.rstd)),
         records_metric("accuracy_specific", True, field(lambda s: s.accuracy_specific)),
         *(records_metric(f"recall_{x}_specific", True, specific_recall(j)) for j, x in enumerate(LETTERS)),

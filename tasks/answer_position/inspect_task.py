@@ -37,7 +37,10 @@ from biasmonkey.tasks.answer_position.family import FAMILY, task_name
 from biasmonkey.tasks.answer_position.options import DEFAULT_TOP_LOGPROBS, AnswerPositionOptions
 from biasmonkey.tasks.answer_position.prompts import CONTINUATIONS, LETTERS, render_prompt
 from biasmonkey.tasks.answer_position.scoring import McqRecord, score_item
-from biasmonkey.tasks.contract import reported
+
+# The Inspect tasks' `version`: raised whenever what the scorer stores or how the metric table
+# computes from it changes, so logs of different scoring are told apart (docs/inspect.md).
+SCORING_VERSION = 1
 
 LOGPROBS_ONLY = (
     "or run the lm-eval tasks (biasmonkey_answer_position_*): the answer-position tasks read answers "
@@ -115,7 +118,8 @@ def answer_position_task(options: AnswerPositionOptions, subject: str, prompt: s
         dataset=MemoryDataset(item_samples(subject, prompt, options.k, options.seed), name=task_name(**fixed)),
         solver=answer_position_logprobs(top_logprobs=options.top_logprobs),
         scorer=answer_position_scorer(),
-        metrics=family_metrics(FAMILY, reported(FAMILY, options, "inspect", fixed)),
+        metrics=family_metrics(FAMILY, options, fixed),
+        version=SCORING_VERSION,
         epochs=Epochs(1, "mean"),
         metadata={**fixed, "k": options.k, "seed": options.seed},
     )

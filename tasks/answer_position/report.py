@@ -60,10 +60,13 @@ relative change of the means, 100 · (Specific − plain) / plain. The authors' 
 """
 
 
-def baseline_table(prompt: str, root: Any = None) -> pd.DataFrame:
+def baseline_table(prompt: str, root: Any = None, subjects: Sequence[str] | None = None) -> pd.DataFrame:
     """The authors' 16 models on one prompt type (means over the subjects of their per-subject
-    results; `tests/answer_position/test_answer_position_baselines.py` checks them against their summaries)."""
+    results; `tests/answer_position/test_answer_position_baselines.py` checks them against their summaries);
+    with `subjects`, over those only (the subjects a run holds: like with like)."""
     per_subject = baselines.subject_results(prompt, root)
+    if subjects is not None:
+        per_subject = per_subject[per_subject["subject"].isin(set(subjects))]
     means = per_subject.groupby(["family", "model"], sort=False)[list(baselines.METRICS)].mean().reset_index()
     means["subjects"] = per_subject.groupby(["family", "model"], sort=False).size().to_numpy()
     means["prompt"], means["source"] = prompt, AUTHORS
@@ -139,21 +142,41 @@ def missing_subjects(rows: Mapping[str, Mapping[str, Any]]) -> dict[str, list[st
 
 # ---------------------------------------------------------------------------- report hooks
 
-SUMMARY_COLUMNS = ("answer_position_rstd", "answer_position_rstd_specific")
+SUMMARY_COLUMNS = ("answer_position_rstd", "answer_position_rstd_specific", "answer_position_questions")
+
+
+def _common_subjects(runs: Sequence[pd.DataFrame], prompt: str) -> list[str] | None:
+    """The subjects every model ran with `prompt` (None: all of them, where they share none)."""
+    sets = [set(r.loc[r["prompt"] == prompt, "subject"]) for r in runs if (r["prompt"] == prompt).any()]
+    common = set.intersection(*sets) if sets else set()
+    return [s for s in MMLU_DOMAINS if s in common] or None
 
 
 def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
     """`answer_position`: per model and prompt type, the means over its subjects, recomputed from the
-    records; then the authors' 16 models on the prompt types run, when their results are at hand."""
-    parts, prompts = [], set()
+    records; then the authors' 16 models on the prompt types run, when their results are at hand,
+    averaged over the same subjects (those every model ran; their numbers hold all questions of each)."""
+    parts, runs, prompts = [], [], set()
     for m in models:
         rows = {task: summarize(records).as_dict() for task, records in m.tasks(FAMILY.name).items()}
         mine = model_table(rows, model=m.name, with_baselines=False)
         parts.append(mine)
+        runs.append(subject_rows(rows))
         prompts |= set(mine["prompt"])
     if baselines.available():
-        parts += [baseline_table(prompt) for prompt in PROMPTS if prompt in prompts]
+        parts += [
+            baseline_table(prompt, subjects=_common_subjects(runs, prompt)) for prompt in PROMPTS if prompt in prompts
+        ]
     return {"answer_position": pd.concat(parts, ignore_index=True)}
+
+
+def _questions(model: Any, prompt: str) -> int:
+    """How many questions `model` answered with `prompt`."""
+    return sum(
+        len(records)
+        for task, records in model.tasks(FAMILY.name).items()
+        if FAMILY.tasks.get(base_task_name(task) or task, {}).get("prompt") == prompt
+    )
 
 
 def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
@@ -161,7 +184,11 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     table = tables["answer_position"]
     mine = table[(table["model"] == model.name) & (table["source"] == "this run")]
     row = mine.iloc[0]
-    return {"answer_position_rstd": row["rstd"], "answer_position_rstd_specific": row["rstd_specific"]}
+    return {
+        "answer_position_rstd": row["rstd"],
+        "answer_position_rstd_specific": row["rstd_specific"],
+        "answer_position_questions": _questions(model, row["prompt"]),
+    }
 
 
 def _authors(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
@@ -178,14 +205,31 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] 
         return None
     sentence = (
         f"Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): {row['answer_position_rstd']:.3f}, "
-        f"{row['answer_position_rstd_specific']:.3f} after the Specific correction"
+        f"{row['answer_position_rstd_specific']:.3f} after the Specific correction{_run_size(row, tables)}"
     )
     authors = _authors(tables, row["model"]) if tables else pd.DataFrame()
     if len(authors):
         rstd = authors["rstd"].astype(float)
         below = int((rstd < row["answer_position_rstd"]).sum())
-        sentence += f"; the authors' {len(authors)} models: {rstd.min():.3f} to {rstd.max():.3f} ({below} below it)"
+        on = ""
+        if "subjects" in authors.columns and authors["subjects"].notna().all():
+            subjects = int(authors["subjects"].max())
+            on = f" on the same {subjects} subject{'s' * (subjects != 1)}, all their questions"
+        sentence += f"; the authors' {len(authors)} models{on}: {rstd.min():.3f} to {rstd.max():.3f} ({below} below it)"
     return sentence + "."
+
+
+def _run_size(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None) -> str:
+    """The run's size, " (this run: N questions in S subjects)", where the summary row counts it."""
+    questions = row.get("answer_position_questions")
+    if questions is None or pd.isna(questions):
+        return ""
+    table = (tables or {}).get("answer_position")
+    mine = (
+        pd.DataFrame() if table is None else table[(table["model"] == row["model"]) & (table["source"] == "this run")]
+    )
+    subjects = f" in {int(mine['subjects'].iloc[0])} subjects" if len(mine) and "subjects" in mine else ""
+    return f" (this run: {int(questions)} questions{subjects})"
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:

@@ -133,7 +133,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 def add_commands(subparsers: Any) -> None:
     """Register `generate` on the `biasmonkey` CLI's subparsers."""
     p = subparsers.add_parser(
-        "generate", help="generate new cognitive-bias tests from templates, scenarios and a model"
+        "generate", help="write new cognitive-bias tests with a model, from templates and scenarios"
     )
     p.add_argument(
         "--templates",

@@ -46,7 +46,10 @@ from biasmonkey.tasks.cognitive.prompts import (
     two_step_prompts,
 )
 from biasmonkey.tasks.cognitive.scoring import CognitiveRecord, score_answers
-from biasmonkey.tasks.contract import reported
+
+# The Inspect tasks' `version`: raised whenever what the scorer stores or how the metric table
+# computes from it changes, so logs of different scoring are told apart (docs/inspect.md).
+SCORING_VERSION = 1
 
 EXACT_MODE_UNAVAILABLE = (
     "mode=exact is not available in Inspect: it scores the log-likelihood of each full answer label "
@@ -174,7 +177,8 @@ def cognitive_task(options: CognitiveOptions, bias: str) -> Task:
             protocol=options.protocol, max_tokens=options.generation_tokens("inspect"), prompts=options.prompts
         ),
         scorer=cognitive_scorer(),
-        metrics=family_metrics(FAMILY, reported(FAMILY, options, "inspect", {"bias": bias})),
+        metrics=family_metrics(FAMILY, options, {"bias": bias}),
+        version=SCORING_VERSION,
         epochs=Epochs(1, "mean"),
         metadata={
             "bias": bias,

@@ -55,6 +55,7 @@ def cmd_representativeness(args: argparse.Namespace) -> int:
 
     from biasmonkey.harness_ext.app.summary import task_records
     from biasmonkey.metrics.representativeness import mean_representativeness
+    from biasmonkey.tasks.atomic_write import atomic_open
     from biasmonkey.tasks.response_bias.family import FAMILY
     from biasmonkey.tasks.response_bias.human_distributions import (
         load_human_distributions,
@@ -104,7 +105,7 @@ def cmd_representativeness(args: argparse.Namespace) -> int:
     spread = max(r["model_spread"] for r in rows)
     print(f"Largest difference of the model's answers between tasks asking the same prompt: {spread:.2g}")
     if args.out:
-        with args.out.open("w", newline="") as f:
+        with atomic_open(args.out, "w", newline="") as f:
             writer = csv.DictWriter(f, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
@@ -114,13 +115,18 @@ def cmd_representativeness(args: argparse.Namespace) -> int:
 
 def add_commands(sub: Any) -> None:
     """`score-samples` and `representativeness` on the `biasmonkey` CLI's subparsers."""
-    p = sub.add_parser("score-samples", help="rescore the authors' released samples (Tjuatja et al.)")
+    p = sub.add_parser(
+        "score-samples",
+        help="rescore the answers of the response-bias paper's models (Tjuatja et al.'s released samples)",
+    )
     p.add_argument("directory", type=Path, help="folder of <bias>.csv / <bias>-<perturbation>.csv sample files")
     p.add_argument("--json", action="store_true", help="print one JSON list")
     p.add_argument("--include-reword", action="store_true", help="add the acquiescence reword row if present")
     p.set_defaults(func=cmd_score_samples)
 
-    p = sub.add_parser("representativeness", help="1 − W1/(n−1) of the model's answers to human ones (OpinionQA)")
+    p = sub.add_parser(
+        "representativeness", help="score how close a model's survey answers are to people's (1 − W1/(n−1), OpinionQA)"
+    )
     p.add_argument("results", type=Path, help="an lm-eval output folder (--log_samples) or an Inspect log dir")
     p.add_argument(
         "--human", type=Path, required=True, help="human answer shares: .csv (key,option,share[,refusal]) or .json"

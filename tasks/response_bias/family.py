@@ -1,7 +1,7 @@
 """The response-bias family's contract: its tasks, the metrics each task reports, its codecs.
 
 Metric names are the same in both harnesses. Positive Δ on a bias task is the human-like
-direction (higher is better there); humans show no change on the perturbation tasks.
+direction; humans show no change on the perturbation tasks (Δ = 0).
 """
 
 from __future__ import annotations
@@ -26,6 +26,9 @@ TASKS: dict[str, dict[str, Any]] = {
     task_name("acquiescence", "bias", reword=True): {"bias": "acquiescence", "setting": "bias", "reword": True},
 }
 SUITE_TASKS = tuple(task_name(b, s) for b in BIASES for s in SETTINGS)  # the group `biasmonkey`
+# lm-eval's higher_is_better of Δ and its t-test: neither direction is better on every task (the
+# human-like Δ is > 0 on a bias task, 0 on a perturbation), and one group holds both kinds of task.
+SIGNED = None
 
 
 def _invalid_rate(counts: list[tuple[float, float]]) -> float:
@@ -40,9 +43,8 @@ def metrics(
     """What a task reports: Δ with its t-test, the answers' uncertainty, invalid answers (sample
     mode; Inspect always), imputed option log-probabilities (top-k reading: Inspect, lm-eval's biasmonkey-server), the virtual-sampling statistics when
     virtual_samples > 0, and every perturbation draw's Δ when perturbation_seeds is set."""
-    is_bias = setting == "bias"
     table: list[Metric[PairRecord]] = [
-        *t_test_metrics("delta", "n_pairs", lambda r: r.delta, is_bias),
+        *t_test_metrics("delta", "n_pairs", lambda r: r.delta, SIGNED),
         Metric("uncertainty_q", False, lambda r: r.uncertainty_q),
         Metric("uncertainty_qp", False, lambda r: r.uncertainty_qp),
     ]
@@ -52,7 +54,7 @@ def metrics(
     if n := options.virtual_samples:
         seed = options.virtual_seed
         table += [
-            *t_test_metrics("virtual_delta", "virtual_n_pairs", lambda r: virtual_delta(r, n, seed), is_bias),
+            *t_test_metrics("virtual_delta", "virtual_n_pairs", lambda r: virtual_delta(r, n, seed), SIGNED),
             Metric("invalid_mass", False, mean_invalid_mass),
             Metric("virtual_expected_draws", False, lambda r: expected_draws(r, n)),
         ]
@@ -61,7 +63,7 @@ def metrics(
             f"delta_s{draw}",
             f"n_pairs_s{draw}",
             lambda r: r.delta,
-            is_bias,
+            SIGNED,
             applies=lambda r, d=draw: r.perturbation_seed == d,
         )
     return table

@@ -28,7 +28,6 @@ from biasmonkey.harness_ext.inspect.common import (
 )
 from biasmonkey.metrics.response_bias import delta_rule
 from biasmonkey.metrics.top_logprobs import label_logprobs
-from biasmonkey.tasks.contract import reported
 from biasmonkey.tasks.response_bias.codecs import SIDES, score_value
 from biasmonkey.tasks.response_bias.family import FAMILY, SUITE_TASKS
 from biasmonkey.tasks.response_bias.options import DEFAULT_TOP_LOGPROBS, RunOptions
@@ -36,6 +35,10 @@ from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.prompts import render_prompt
 from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_exact, score_weights
 from biasmonkey.tasks.response_bias.templates import get_template
+
+# The Inspect tasks' `version`: raised whenever what the scorer stores or how the metric table
+# computes from it changes, so logs of different scoring are told apart (docs/inspect.md).
+SCORING_VERSION = 1
 
 
 def pair_samples(opts: RunOptions, bias: str, setting: str, reword: bool = False) -> list[Sample]:
@@ -169,7 +172,8 @@ def response_bias_task(options: RunOptions, bias: str, setting: str, reword: boo
             options.mode, options.n_samples, options.top_logprobs, get_template(options.template).max_new_tokens
         ),
         scorer=pair_scorer(options.virtual_samples, options.virtual_seed),
-        metrics=family_metrics(FAMILY, reported(FAMILY, options, "inspect", fixed)),
+        metrics=family_metrics(FAMILY, options, fixed),
+        version=SCORING_VERSION,
         epochs=Epochs(1, "mean"),
         metadata={"bias": bias, "setting": setting, "options": options.__dict__},
     )

@@ -21,12 +21,12 @@ import difflib
 import hashlib
 import json
 import logging
-import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
 from biasmonkey.metrics import BIASES, SETTINGS
-from biasmonkey.tasks.cache import cache_root
+from biasmonkey.tasks.atomic_write import WriteError, make_folder, write_text
+from biasmonkey.tasks.cache import CACHE_HINT, cache_root
 from biasmonkey.tasks.fetch import DataError, PinnedFile
 from biasmonkey.tasks.response_bias import released_samples
 from biasmonkey.tasks.response_bias.data import UPSTREAM_COMMIT, UPSTREAM_REPO, base_url
@@ -298,12 +298,9 @@ def _read_cache(path: Path) -> Deltas | None:
 
 def _write_cache(path: Path, deltas: Deltas) -> None:
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        payload = json.dumps({f"{b}/{s}": d for (b, s), d in deltas.items()})
-        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False, suffix=".tmp") as tmp:
-            tmp.write(payload)
-        Path(tmp.name).replace(path)
-    except OSError as err:  # a read-only cache only costs time
+        make_folder(path.parent, CACHE_HINT)
+        write_text(path, json.dumps({f"{b}/{s}": d for (b, s), d in deltas.items()}), CACHE_HINT)
+    except WriteError as err:  # a read-only cache only costs time
         log.warning("could not cache the scored samples in %s: %s", path, err)
 
 

@@ -16,18 +16,24 @@ from biasmonkey.harness_ext.app.report import figures
 from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.metrics import BIASES, SETTINGS, SIGNIFICANCE
+from biasmonkey.metrics.power import POWER
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.response_bias import report_figures
 from biasmonkey.tasks.response_bias.report_figures import DELTA_SCALE, significant
 from biasmonkey.tasks.response_bias.report_tables import (
     FAMILY,
+    MIN_PAIRS_FOR_SD,
+    MIRRORED_NOTE,
     NOT_CODED,
     PAPER_PROTOCOL,
     draws_table,
     human_likeness_table,
     largest_effects,
     load_baselines,
+    matched_human_likeness,
+    matched_table,
     paper_label,
+    power_table,
     protocol_of,
     published_table,
     response_bias_table,
@@ -55,9 +61,12 @@ def tables(
     topics: bool = True,
     topics_file: Path | None = None,
 ) -> dict[str, pd.DataFrame]:
-    """`response_bias` (Δ per model × bias × setting; the paper's models appended as reference rows,
-    protocol "paper: 50 samples"), `human_likeness` (TACL Table 3), `topics`, `uncertainty`,
-    `perturbation_draws` (where run) and `baselines` (the paper's models loaded, or why not).
+    """`response_bias` (Δ per model × bias × setting; the paper's models appended as reference rows
+    over all their pairs, protocol "paper: 50 samples"), `human_likeness` (TACL Table 3),
+    `paper_matched` and `human_likeness_matched` (the paper's models on each of your models' biases
+    and pairs, matched by question key: what the verdict, the headline and the comparison tables
+    set beside your models), `power` (the minimum detectable Δ of each of your tests), `topics`,
+    `uncertainty`, `perturbation_draws` (where run) and `baselines` (the paper's models loaded, or why not).
 
     `baselines`: True = all nine of `published_samples.PUBLISHED_MODELS` (left out, with a warning,
     when their samples cannot be had), a list (or comma-separated names) = those (an error if they
@@ -69,9 +78,13 @@ def tables(
     published, error = load_baselines(baselines)
     paper = published_table(published) if published else mine.iloc[:0]
     rb = pd.concat([part for part in (mine, paper) if len(part)], ignore_index=True) if len(paper) else mine
+    matched = matched_table(models, published)
     out = {
         "response_bias": rb,
         "human_likeness": human_likeness_table(rb),
+        "paper_matched": matched,
+        "human_likeness_matched": matched_human_likeness(matched),
+        "power": power_table(mine, paper),
         "uncertainty": uncertainty_table(models, uncertainty_side),
         "baselines": baselines_table(list(published), error),
     }
@@ -177,11 +190,79 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     }
 
 
-def _paper_scores(tables: Mapping[str, pd.DataFrame]) -> pd.Series:
+def _paper_scores(tables: Mapping[str, pd.DataFrame], model: str | None = None) -> pd.Series:
+    """The paper's models' human-likeness scores: on `model`'s biases and pairs (`human_likeness_matched`),
+    or with no model over all their pairs (as published)."""
+    if model is not None:
+        hl = tables.get("human_likeness_matched")
+        if hl is None or not len(hl):
+            return pd.Series(dtype=float)
+        return hl.loc[hl["compared_with"] == model].set_index("model")["score"].astype(float)
     hl = tables["human_likeness"]
     if "protocol" not in hl.columns:
         return pd.Series(dtype=float)
     return hl.loc[hl["protocol"] == PAPER_PROTOCOL].set_index("model")["score"].astype(float)
+
+
+def _matched_rows(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
+    """The paper's models' rows on `model`'s cells and pairs (`paper_matched`)."""
+    matched = tables.get("paper_matched")
+    if matched is None or not len(matched):
+        return pd.DataFrame(columns=["compared_with", "model", "bias", "setting", "matched", "n_pairs"])
+    return matched[matched["compared_with"] == model]
+
+
+def _like_with_like(tables: Mapping[str, pd.DataFrame], model: str) -> str:
+    """On what the paper's scores beside `model` are computed: its biases and, by question key, its pairs."""
+    bias_rows = _matched_rows(tables, model)
+    bias_rows = bias_rows[bias_rows["setting"] == "bias"]
+    biases = bias_rows["bias"].nunique()
+    same = f"the same {'bias' if biases == 1 else f'{biases} biases'}"
+    if bias_rows["matched"].astype(bool).all():
+        shared = int(bias_rows.drop_duplicates("bias")["n_pairs"].sum())
+        rb = tables["response_bias"]
+        mine = rb[(rb["model"] == model) & (rb["setting"] == "bias") & rb["bias"].isin(bias_rows["bias"])]
+        ran = int(mine["n_pairs"].sum())
+        pairs = (
+            f"the same {_count(shared, 'pair')}"
+            if shared == ran
+            else f"the {shared} of this run's {ran} pairs they hold"
+        )
+        return f" on {same} and {pairs} (matched by question key)"
+    return f" on {same} but over all their pairs (this run's question keys are not in their samples)"
+
+
+def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -> str:
+    """Which of `model`'s tests have too few pairs to detect the paper's effect sizes, with the rule."""
+    power = tables.get("power")
+    if power is None or not len(power):
+        return ""
+    weak = power[(power["model"] == model) & power["underpowered"].astype(bool)]
+    if not len(weak):
+        return ""
+    cells = []
+    for _, r in weak.head(k).iterrows():
+        what = "Δb" if r["setting"] == "bias" else f"{r['setting'].replace('_', ' ')} Δp"
+        n = int(r["n_pairs"])
+        if np.isfinite(r["mde"]):
+            sd = ", with the paper's sd" if r["sd_source"] == "paper" else ""
+            mde = f"detectable |Δ| ≥ {r['mde']:.1f}{sd}"
+        else:
+            mde = f"no t-test with {_count(n, 'pair')}"
+        cells.append(
+            f"{r['bias'].replace('_', ' ')} {what} (n {n}: {mde}; "
+            f"the paper's models' median |Δ| {r['paper_abs_delta']:.1f} over {int(r['paper_n_pairs'])} pairs)"
+        )
+    more = f" and {len(weak) - k} more (table `power`)" if len(weak) > k else ""
+    n_tests = int((power["model"] == model).sum())
+    return (
+        f"Too few pairs to detect the paper's effect sizes in {len(weak)} of {_count(n_tests, 'test')}: "
+        + "; ".join(cells)
+        + more
+        + f". Rule: minimum detectable Δ = (t_{{{1 - SIGNIFICANCE / 2:g},n−1}} + t_{{{POWER:g},n−1}}) · sd/√n, two-sided "
+        f"t-test at α {SIGNIFICANCE:g} with power {POWER:g}, sd = this run's per-pair sd (the paper models' below "
+        f"{MIN_PAIRS_FOR_SD} pairs); a Δ that is not significant here may still be there."
+    )
 
 
 def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame]) -> str | None:
@@ -194,12 +275,12 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame])
         parts.append(
             f"human-likeness score {_signed(score)} over {_count(row['n_biases'], 'bias')} ({row['human_likeness_per_bias']})"
         )
-        paper = _paper_scores(tables)
+        paper = _paper_scores(tables, row["model"])
         if len(paper):
             below, above = int((paper < score).sum()), int((paper > score).sum())
             parts[-1] += (
                 f"; the paper's {_count(len(paper), 'model')} score {_signed(paper.min())} to {_signed(paper.max())} "
-                f"({below} below it, {above} above)."
+                f"({below} below it, {above} above){_like_with_like(tables, row['model'])}."
             )
         else:
             parts[-1] += "."
@@ -213,6 +294,8 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame])
         )
     effects = row["largest_effects"]
     parts.append(f"Largest effects: {effects}." if effects else "No Δ is significant after Holm.")
+    if power := power_sentence(tables, row["model"]):
+        parts.append(power)
     return " ".join(parts)
 
 
@@ -248,27 +331,50 @@ def summary_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
         items.append(f"{label.removesuffix(paper_label(''))} {_signed(scores[label])} ({n_sig}/{len(perturbations)})")
     return [
         f"- {PAPER_MODELS} ({AUTHORS}; released samples, 50 answers per prompt; reference values outside the test "
-        f"family): human-likeness score and perturbations with raw p < {SIGNIFICANCE}: " + ", ".join(items) + "."
+        f"family; over all their pairs, as published): human-likeness score and perturbations with raw p < {SIGNIFICANCE}: "
+        + ", ".join(items)
+        + "."
     ]
 
 
-def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
-    """Δb per bias (the bias setting), the user's models then the paper's."""
+def beside_paper(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
+    """`model`'s Δ rows, then the paper's models' rows on its cells and pairs (`paper_matched`)."""
     rb = tables["response_bias"]
-    bias_rows = rb[rb["setting"] == "bias"].assign(significant=significant(rb))
+    matched = _matched_rows(tables, model).drop(columns=["compared_with", "matched", "n_pairs_all"], errors="ignore")
+    return pd.concat([part for part in (rb[rb["model"] == model], matched) if len(part)], ignore_index=True)
+
+
+def _own_models(rb: pd.DataFrame) -> list[str]:
+    return list(dict.fromkeys(rb.loc[rb["protocol"] != PAPER_PROTOCOL, "model"]))
+
+
+def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
+    """Δb per bias (the bias setting): the user's models, then the paper's on the first user
+    model's biases and pairs (`paper_matched`)."""
+    rb = tables["response_bias"]
+    own = _own_models(rb)
+    if not own:
+        return None
+    paper = _matched_rows(tables, own[0]).drop(columns=["compared_with"], errors="ignore")
+    rows = pd.concat([part for part in (rb[rb["model"].isin(own)], paper) if len(part)], ignore_index=True)
+    bias_rows = rows[rows["setting"] == "bias"].assign(significant=significant(rows))
     if not len(bias_rows):
         return None
-    models = list(dict.fromkeys(rb["model"]))
+    models = list(dict.fromkeys(bias_rows["model"]))
     values = bias_rows.pivot(index="model", columns="bias", values="delta").reindex(index=models)
     values = values[[b for b in BIASES if b in values.columns]]
     marks = bias_rows.pivot(index="model", columns="bias", values="significant").reindex_like(values)
+    title = f"Survey response biases ({AUTHORS}): Δb per bias, points (> 0 = the human direction)"
+    if len(paper):
+        on = f"on {own[0]}'s pairs" if len(own) > 1 else "on the same pairs"
+        title += f"; the paper's models {on if paper['matched'].astype(bool).all() else 'over all their pairs'}"
     return Panel(
-        title=f"Survey response biases ({AUTHORS}): Δb per bias, points (> 0 = the human direction)",
+        title=title,
         values=values,
         significant=marks.fillna(False).astype(bool),
         vmax=DELTA_SCALE,
         unit="Δb (points)",
-        references=int((rb.drop_duplicates("model")["protocol"] == PAPER_PROTOCOL).sum()),
+        references=int(paper.loc[paper["setting"] == "bias", "model"].nunique()) if len(paper) else 0,
     )
 
 
@@ -316,23 +422,60 @@ def _significant(frame: pd.DataFrame, column: str = "p") -> pd.Series:
     return frame[column].astype(float) < SIGNIFICANCE
 
 
+MARKS_LEGEND = (
+    f"Marks: * = p < {SIGNIFICANCE} after Holm over the report's tests, as in the figures; the paper's models, "
+    f"reference values outside that family, are marked at raw p < {SIGNIFICANCE} (as in the paper)."
+)
+PAIRS_NOTE = "n = the pairs of each row: your model's, and the paper's models' on the same question keys"
+
+
 def comparison_table(rb: pd.DataFrame) -> pd.DataFrame:
-    """Δ per bias × setting (rows) and model (columns, the user's then the paper's), "*" where p < 0.05."""
+    """Δ per bias × setting (rows) and model (columns, the user's then the paper's): "*" where
+    significant (`report_figures.significant`: Holm for the report's tests, raw p for the paper's
+    models), "†" on the paper's rows that are their odd/even ones, `n` = the first model's pairs."""
+    rb = rb.assign(significant=significant(rb))
     models = list(dict.fromkeys(rb["model"]))
     rows = []
     for bias, setting in ((b, s) for b in BIASES for s in SETTINGS):
         by_model = rb[(rb["bias"] == bias) & (rb["setting"] == setting)].set_index("model")
         if not len(by_model):
             continue
-        row = {"bias": bias, "setting": setting}
+        row = {"bias": bias, "setting": setting, "n": int(by_model["n_pairs"].iloc[0])}
         for m in models:
             if m in by_model.index:
-                d, p = by_model.loc[m, "delta"], by_model.loc[m, "p"]
-                row[m] = f"{d:+.1f}" + ("*" if p < SIGNIFICANCE else "")
+                r = by_model.loc[m]
+                note = "†" if isinstance(r.get("note"), str) else ""
+                row[m] = f"{r['delta']:+.1f}" + ("*" if r["significant"] else "") + note
             else:
                 row[m] = "–"
         rows.append(row)
-    return pd.DataFrame(rows, columns=["bias", "setting", *models])
+    return pd.DataFrame(rows, columns=["bias", "setting", "n", *models])
+
+
+BOLD_LEGEND = (
+    f"**Bold** rows: raw p < {SIGNIFICANCE} (before the multiple-comparison correction; `p_holm` < {SIGNIFICANCE} is "
+    "what the figures mark with *)."
+)
+
+
+def _mirrored_note(rows: pd.DataFrame) -> str:
+    """The footnote on the paper's opinion-float perturbation rows, where the table holds them."""
+    published = rows[rows["protocol"] == PAPER_PROTOCOL] if "note" in rows.columns else rows.iloc[:0]
+    if not published["note"].notna().any():
+        return ""
+    return (
+        f"{MIRRORED_NOTE} and odd/even Δ rule (the published analysis has no opinion-float perturbation samples), "
+        "so the paper's opinion_float perturbation values equal their odd_even ones."
+    )
+
+
+def _unmatched_note(tables: Mapping[str, pd.DataFrame], model: str) -> str:
+    unmatched = _matched_rows(tables, model)
+    unmatched = unmatched[~unmatched["matched"].astype(bool)]
+    if not len(unmatched):
+        return ""
+    cells = ", ".join(dict.fromkeys(f"{b} {s}" for b, s in zip(unmatched["bias"], unmatched["setting"])))
+    return f"None of {model}'s question keys is in the paper's samples for {cells}: those rows use all their pairs."
 
 
 def section(
@@ -352,21 +495,49 @@ def section(
         "humans show no change on the perturbation rows (key typo, middle random, letter swap). `protocol`: `exact` = "
         "answer probabilities from log-probabilities, `sampled` = shares of sampled answers."
     )
-    s.blocks.append(Table("Δ per model, bias and setting", _show(mine, RB_COLUMNS), _significant(mine)))
+    s.blocks.append(
+        Table("Δ per model, bias and setting", _show(mine, RB_COLUMNS), _significant(mine), legend=BOLD_LEGEND)
+    )
     if paper.any():
-        s.blocks.append(PAPER_NOTE + " Their rows are in `tables/response_bias.csv`; here they stand beside yours.")
         s.blocks.append(
-            Table(
-                f"Δ (points) beside the paper's models; * p < {SIGNIFICANCE} (raw, as in the paper)",
-                comparison_table(rb),
-            )
+            PAPER_NOTE + " Beside each of your models they are scored on its cells and pairs (matched by question "
+            "key; `tables/paper_matched.csv`); `tables/response_bias.csv` keeps them over all their pairs, as published."
         )
+        for m in _own_models(rb):
+            beside = beside_paper(tables, m)
+            if beside["protocol"].eq(PAPER_PROTOCOL).any():
+                s.blocks.append(
+                    Table(
+                        f"{m}: Δ (points) beside the paper's models"
+                        + (" on the same pairs" if not _unmatched_note(tables, m) else ""),
+                        comparison_table(beside),
+                        legend=" ".join(
+                            part
+                            for part in (
+                                MARKS_LEGEND,
+                                f"{PAIRS_NOTE}.",
+                                _unmatched_note(tables, m),
+                                _mirrored_note(beside),
+                            )
+                            if part
+                        ),
+                    )
+                )
     hl = tables["human_likeness"]
     if len(hl):
         s.blocks.append(
             "Human-likeness score (TACL Table 3): +1 per bias with a significant positive Δb, −1 significant negative, 0 otherwise (raw p < 0.05)."
         )
-        s.blocks.append(Table("Human-likeness score per model", hl))
+        own = hl["protocol"] != PAPER_PROTOCOL if "protocol" in hl.columns else hl["model"].notna()
+        s.blocks.append(Table("Human-likeness score per model", hl[own]))
+        matched_hl = tables.get("human_likeness_matched")
+        if matched_hl is not None and len(matched_hl):
+            s.blocks.append(
+                Table(
+                    "The paper's models' human-likeness score on the biases and pairs of your model (`compared_with`)",
+                    matched_hl,
+                )
+            )
     grid_caption = f"colour = Δ (points; the darkest at ±{DELTA_SCALE:g}), {report_figures.SIGNIFICANCE_TEXT}"
     for m in models:
         if m.tasks(FAMILY):
@@ -379,8 +550,9 @@ def section(
         )
         s.blocks.append(
             Figure(
-                "The paper's models, scored from their released samples (the paper's sampling protocol): Δ per bias and "
-                f"setting; {grid_caption}",
+                "The paper's models, scored from their released samples (the paper's sampling protocol) over all their "
+                f"pairs, as published: Δ per bias and setting; {grid_caption}. Their opinion_float perturbation cells "
+                "are their odd_even ones (the upstream analysis scores them on the odd/even samples).",
                 path,
             )
         )
@@ -391,7 +563,14 @@ def section(
         "and Pearson r between |Δ| and the entropy of one of them over the pairs, with its p; `r_side` says which "
         f"({UNCERTAINTY_SIDE_TEXT[uncertainty_side]})."
     )
-    s.blocks.append(Table("Uncertainty per model, bias and setting", unc, _significant(unc, "r_p")))
+    s.blocks.append(
+        Table(
+            "Uncertainty per model, bias and setting",
+            unc,
+            _significant(unc, "r_p"),
+            legend=f"**Bold** rows: raw r_p < {SIGNIFICANCE} (before the multiple-comparison correction; see `r_p_holm`).",
+        )
+    )
     s.blocks.append(
         Figure(
             "|Δb| against the normalised entropy of the side the uncertainty table correlates (its `r_side`, "
@@ -408,7 +587,12 @@ def section(
         )
         s.blocks.extend(f"- {model}: {line}" for (model, line), _ in draws.groupby(["model", "line"], sort=False))
         s.blocks.append(
-            Table("Δp per model, bias, perturbation and draw", draws.drop(columns=["line"]), _significant(draws))
+            Table(
+                "Δp per model, bias, perturbation and draw",
+                draws.drop(columns=["line"]),
+                _significant(draws),
+                legend=f"**Bold** rows: raw p < {SIGNIFICANCE} of the draw (per-draw tests have no Holm p).",
+            )
         )
     if (topics := tables.get("topics")) is not None and len(topics):
         missing = topics[topics["topic"] == NOT_CODED]
@@ -418,7 +602,7 @@ def section(
             f"`{NOT_CODED}` rows: {int(missing['n_pairs'].sum())} pair(s) in all."
         )
         tested = topics[topics["topic"] != NOT_CODED]
-        s.blocks.append(Table("Δb per model, bias and topic", topics, _significant(topics)))
+        s.blocks.append(Table("Δb per model, bias and topic", topics, _significant(topics), legend=BOLD_LEGEND))
         if tested["delta"].notna().any():
             s.blocks.append(
                 Figure(

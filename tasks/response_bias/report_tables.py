@@ -20,6 +20,7 @@ from biasmonkey.metrics import (
     human_likeness,
     summarize_deltas,
 )
+from biasmonkey.metrics.power import minimum_detectable_effect
 from biasmonkey.tasks.response_bias.summary import (
     DELTA_COLUMNS,
     bias_summaries,
@@ -87,9 +88,79 @@ def published_table(published: Published) -> pd.DataFrame:
                         "bias": bias,
                         "setting": setting,
                         **delta_columns(s),
+                        "note": published_note(bias, setting),
                     }
                 )
     return _frame(rows, list(response_bias_table([]).columns))
+
+
+# The paper's opinion-float perturbation rows are its odd/even ones (`released_samples.source_bias`).
+MIRRORED_NOTE = "† = the odd_even row: upstream scores these rows on the odd/even samples"
+
+
+def published_note(bias: str, setting: str) -> str | None:
+    """The footnote mark of a published row that is not what its name says (else None)."""
+    return MIRRORED_NOTE if bias == "opinion_float" and setting != "bias" else None
+
+
+def run_keys(m: Any) -> dict[tuple[str, str], set[str]]:
+    """The question keys of a model's pairs with a Δ, per (bias, setting) run."""
+    keys: dict[tuple[str, str], set[str]] = {}
+    for records in m.tasks(FAMILY).values():
+        for r in records:
+            if r.delta is not None:
+                keys.setdefault((r.bias, r.setting), set()).add(r.key)
+    return keys
+
+
+MATCHED_COLUMNS = ["compared_with", "model", "protocol", "bias", "setting", "matched", "n_pairs_all"]
+
+
+def matched_table(models: Sequence[Any], published: Published) -> pd.DataFrame:
+    """The paper's models on each user model's cells and pairs: per (user model `compared_with`,
+    published model, bias, setting the user ran), Δ and its t-test over the question keys both
+    hold (`matched` True). Where they share no key (keys that are not the upstream question
+    keys), all of the published model's pairs are used (`matched` False). `n_pairs_all`: the
+    published model's pairs in the cell."""
+    rows = []
+    for m in models:
+        for (bias, setting), keys in sorted(run_keys(m).items(), key=lambda item: _cell_order(*item[0])):
+            for name, cells in published.items():
+                if (deltas := cells.get((bias, setting))) is None:
+                    continue
+                shared = [deltas[k] for k in sorted(keys) if k in deltas]
+                s = summarize_deltas(shared or deltas.values())
+                rows.append(
+                    {
+                        "compared_with": m.name,
+                        "model": paper_label(name),
+                        "protocol": PAPER_PROTOCOL,
+                        "bias": bias,
+                        "setting": setting,
+                        "matched": bool(shared),
+                        "n_pairs_all": len(deltas),
+                        **delta_columns(s),
+                        "note": published_note(bias, setting),
+                    }
+                )
+    return _frame(rows, [*MATCHED_COLUMNS, *DELTA_COLUMNS, "note"])
+
+
+def _cell_order(bias: str, setting: str) -> tuple[int, int]:
+    return BIASES.index(bias), SETTINGS.index(setting)
+
+
+def matched_human_likeness(matched: pd.DataFrame) -> pd.DataFrame:
+    """TACL Table 3 of the paper's models on each user model's biases and pairs (`matched_table`)."""
+    parts = [
+        human_likeness_table(group.drop(columns="compared_with")).assign(compared_with=model)
+        for model, group in matched.groupby("compared_with", sort=False)
+    ]
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return _frame([], ["compared_with", "model", "protocol", *BIASES, "score", "n_biases"])
+    out = pd.concat(parts, ignore_index=True)
+    return out[["compared_with", *(c for c in out.columns if c != "compared_with")]]
 
 
 def human_likeness_table(response_bias: pd.DataFrame) -> pd.DataFrame:
@@ -229,6 +300,63 @@ def draws_table(models: Sequence[Any]) -> pd.DataFrame:
             "line",
         ],
     )
+
+
+MIN_PAIRS_FOR_SD = 5  # below this, a run's own per-pair sd is too rough: the paper models' is used
+POWER_COLUMNS = [
+    "model",
+    "bias",
+    "setting",
+    "n_pairs",
+    "sd",
+    "sd_source",
+    "mde",
+    "paper_abs_delta",
+    "paper_n_pairs",
+    "underpowered",
+]
+
+
+def _sd(rows: pd.DataFrame) -> pd.Series:
+    """Per-pair sd of Δ from the t-test columns: stderr · √n."""
+    return rows["delta_stderr"].astype(float) * np.sqrt(rows["n_pairs"].astype(float))
+
+
+def power_table(mine: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
+    """Per user model × bias × setting: the minimum detectable Δ (`metrics.power`: two-sided t-test,
+    α 0.05, power 0.8) at the run's n_pairs with the run's per-pair sd (`sd_source` "run"; with
+    fewer than MIN_PAIRS_FOR_SD pairs or no spread, the median sd of the paper's models: "paper"),
+    beside the paper's effect size in the cell (`paper_abs_delta`: the median over the paper's
+    models of |Δ| over all their pairs) and their pairs (`paper_n_pairs`). `underpowered`: the MDE
+    exceeds that effect while the run has fewer pairs than the paper's models."""
+    reference = paper.assign(sd=_sd(paper), abs_delta=paper["delta"].astype(float).abs())
+    by_cell = reference.groupby(["bias", "setting"]).agg(
+        paper_sd=("sd", "median"), paper_abs_delta=("abs_delta", "median"), paper_n_pairs=("n_pairs", "max")
+    )
+    rows = []
+    for _, r in mine.assign(sd=_sd(mine)).iterrows():
+        cell = by_cell.loc[(r["bias"], r["setting"])] if (r["bias"], r["setting"]) in by_cell.index else None
+        n, sd, source = int(r["n_pairs"]), float(r["sd"]), "run"
+        if (n < MIN_PAIRS_FOR_SD or not sd > 0) and cell is not None and np.isfinite(cell["paper_sd"]):
+            sd, source = float(cell["paper_sd"]), "paper"
+        mde = minimum_detectable_effect(n, sd)
+        effect = np.nan if cell is None else float(cell["paper_abs_delta"])
+        paper_n = np.nan if cell is None else float(cell["paper_n_pairs"])
+        rows.append(
+            {
+                "model": r["model"],
+                "bias": r["bias"],
+                "setting": r["setting"],
+                "n_pairs": n,
+                "sd": sd,
+                "sd_source": source,
+                "mde": mde,
+                "paper_abs_delta": effect,
+                "paper_n_pairs": paper_n,
+                "underpowered": bool(mde > effect and n < paper_n),  # False where the paper has no cell
+            }
+        )
+    return _frame(rows, POWER_COLUMNS)
 
 
 def effect_label(bias: str, setting: str, delta: float) -> str:

@@ -157,7 +157,7 @@ def add_commands(subparsers: Any) -> None:
     """Register `yesno-compare` on the `biasmonkey` CLI's subparsers."""
     p = subparsers.add_parser(
         "yesno-compare",
-        help="compare base vs instruct model pairs on the yes-no tasks (bias change, paired Cohen's d)",
+        help="compare the yes-no bias of base models and their instruct versions (bias change, paired Cohen's d)",
     )
     p.add_argument(
         "--pair",

@@ -12,7 +12,14 @@ from dataclasses import fields
 from typing import Any
 
 from biasmonkey.metrics.yesno import YesNoSummary, correctness, generic_correction, p_yes, votes
-from biasmonkey.tasks.contract import Family, LmEvalGroup, Metric, lm_eval_group_name, records_metric
+from biasmonkey.tasks.contract import (
+    Family,
+    LmEvalGroup,
+    Metric,
+    lm_eval_group_name,
+    records_metric,
+    subset_mean_metrics,
+)
 from biasmonkey.tasks.yesno import codecs, data
 from biasmonkey.tasks.yesno.options import YesNoOptions
 from biasmonkey.tasks.yesno.prompts import PROMPTS
@@ -86,8 +93,9 @@ def metrics(options: YesNoOptions, harness: str, **task: Any) -> list[Metric[Ite
         Metric("bias_generic", False, _generic_vote),
         Metric("accuracy_generic", True, lambda r: _correct(_generic_vote(r), r)),
         *(records_metric(name, better[name], field(name)) for name in task_level),
-        Metric("p_yes_gold_yes", True, _p_yes_if(True)),
-        Metric("p_yes_gold_no", False, _p_yes_if(False)),
+        # over the items of that gold answer; the stderr in lm-eval only (where its `mean` gave one)
+        *subset_mean_metrics("p_yes_gold_yes", True, _p_yes_if(True), ("lm_eval",)),
+        *subset_mean_metrics("p_yes_gold_no", False, _p_yes_if(False), ("lm_eval",)),
         records_metric("n", True, len),
         records_metric("imputed_continuations", False, _imputed),
     ]

@@ -49,13 +49,16 @@ from biasmonkey.harness_ext.inspect.common import (
     renormalised,
 )
 from biasmonkey.metrics.top_logprobs import spelling_logprobs
-from biasmonkey.tasks.contract import reported
 from biasmonkey.tasks.yesno import data
 from biasmonkey.tasks.yesno.codecs import score_value
 from biasmonkey.tasks.yesno.family import FAMILY, NAMES, task_name
 from biasmonkey.tasks.yesno.options import DEFAULT_TOP_LOGPROBS, YesNoOptions
 from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, NO_CONTINUATIONS, YES_CONTINUATIONS, render_prompt
 from biasmonkey.tasks.yesno.scoring import ItemRecord, score_item
+
+# The Inspect tasks' `version`: raised whenever what the scorer stores or how the metric table
+# computes from it changes, so logs of different scoring are told apart (docs/inspect.md).
+SCORING_VERSION = 1
 
 logger = logging.getLogger(__name__)
 
@@ -282,7 +285,8 @@ def yesno_task(options: YesNoOptions, dataset: str, domain: str | None = None, p
         dataset=MemoryDataset(item_samples(dataset, domain, prompt, options.k, options.seed), name=task_name(**fixed)),
         solver=yesno_logprobs(top_logprobs=options.top_logprobs, null_prompt=options.null_prompt),
         scorer=yesno_scorer(),
-        metrics=family_metrics(FAMILY, reported(FAMILY, options, "inspect", fixed)),
+        metrics=family_metrics(FAMILY, options, fixed),
+        version=SCORING_VERSION,
         epochs=Epochs(1, "mean"),
         metadata={**fixed, "null_prompt": options.null_prompt, "k": options.k, "seed": options.seed},
     )

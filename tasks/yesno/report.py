@@ -20,7 +20,7 @@ from biasmonkey.tasks.yesno.scoring import summarize
 
 CORRECTIONS = ("base", "generic", "specific")
 COLUMNS = ["model", "task", "correction", "n", "bias", "accuracy"]
-SUMMARY_COLUMNS = ("yesno_tasks", "yesno_bias_base", "yesno_bias_specific")
+SUMMARY_COLUMNS = ("yesno_tasks", "yesno_items", "yesno_bias_base", "yesno_bias_specific")
 AUTHORS = "Bhatt & Ivanova (2025)"
 AUTHORS_COLUMNS = ["task", *baselines.COLUMNS]
 
@@ -76,10 +76,11 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
 
 
 def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """A model's entries in the report's summary: its tasks and mean bias before and after Specific."""
+    """A model's entries in the report's summary: its tasks, items and mean bias before and after Specific."""
     mine = tables["yesno"][tables["yesno"]["model"] == model.name]
     return {
         "yesno_tasks": mine["task"].nunique(),
+        "yesno_items": int(mine.loc[mine["correction"] == "base", "n"].sum()),
         "yesno_bias_base": float(mine.loc[mine["correction"] == "base", "bias"].mean()),
         "yesno_bias_specific": float(mine.loc[mine["correction"] == "specific", "bias"].mean()),
     }
@@ -110,10 +111,21 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] 
     if pd.isna(row.get("yesno_tasks", float("nan"))):
         return None
     tasks = int(row["yesno_tasks"])
+    beside = _beside_authors(row["model"], tables or {})
     return (
         f"Yes-no bias (mean over {tasks} task{'s' * (tasks != 1)}, 0 = unbiased): {row['yesno_bias_base']:+.2f}, "
-        f"{row['yesno_bias_specific']:+.2f} after the Specific correction{_beside_authors(row['model'], tables or {})}."
+        f"{row['yesno_bias_specific']:+.2f} after the Specific correction{_items(row, bool(beside))}{beside}."
     )
+
+
+def _items(row: Mapping[str, Any], with_authors: bool) -> str:
+    """Over how many items each side was computed, where the summary row counts them. The authors
+    released per-task numbers over every item only, so a --limit run cannot be matched item by item."""
+    items = row.get("yesno_items")
+    if items is None or pd.isna(items):
+        return ""
+    authors = "; the authors': every item of each task" if with_authors else ""
+    return f" (this run: {int(items)} item{'s' * (int(items) != 1)}{authors})"
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 import math
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -247,3 +251,54 @@ def test_run_passes_the_run_options_to_lm_eval_metadata() -> None:
     }
     assert cmd[cmd.index("--limit") + 1] == "2"
     assert json.loads(cmd[cmd.index("--model_args") + 1]) == {"pretrained": "/models/m", "dtype": "float32"}
+
+
+def test_version_names_biasmonkey_and_the_harnesses(capsys: pytest.CaptureFixture) -> None:
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == f"biasmonkey {version('biasmonkey')}"
+    assert lines[1].startswith("lm-eval ") and lines[2].startswith("inspect-ai ")
+
+
+def test_the_top_level_help_lists_every_command_in_one_line(capsys: pytest.CaptureFixture) -> None:
+    from biasmonkey.harness_ext.app.cli import build_parser
+
+    text = build_parser().format_help()
+    listed = [line.split()[0:2] for line in text.splitlines() if line.startswith("  ") and not line.startswith("  -")]
+    names = {" ".join(words) for words in listed} | {words[0] for words in listed}
+    for command in ("run", "plan", "summarize", "report", "tasks list", "data fetch", "yesno-compare", "task-files"):
+        assert command in names, f"{command} is not listed in biasmonkey --help"
+    assert "tasks/<family>/commands.py" not in text  # what the commands do, not where their code lives
+
+
+def _every_option(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> Iterator[tuple[str, argparse.Action]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield from _every_option(sub, (*path, name))
+        else:
+            yield " ".join(path), action
+
+
+def test_every_option_has_help() -> None:
+    from biasmonkey.harness_ext.app.cli import build_parser
+
+    options = _every_option(build_parser())
+    missing = [f"{command} {'/'.join(a.option_strings) or a.dest}" for command, a in options if not a.help]
+    assert not missing, f"options without help: {', '.join(missing)}"
+
+
+@pytest.mark.parametrize("args", [["tasks", "list"], ["tasks", "list", "--json"], ["run", "--help"], ["--help"]])
+def test_a_closed_pipe_ends_a_command_quietly(args: list[str]) -> None:
+    """`biasmonkey tasks list | head`: the reader goes away before the output is written."""
+    biasmonkey = Path(sys.executable).with_name("biasmonkey")
+    proc = subprocess.Popen([str(biasmonkey), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # before the command has started writing (it imports for a second or more)
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) in (0, 141)  # 0: argparse's help drops a failed write itself
+    assert "Traceback" not in err and "BrokenPipeError" not in err, err

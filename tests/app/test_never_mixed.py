@@ -187,6 +187,11 @@ def test_yesno_compare_refuses_runs_on_other_items(
     lines = samples.read_text().splitlines()
     dropped = json.loads(lines[-1])["doc"]["id"]
     samples.write_text("\n".join(lines[:-1]) + "\n")
+    # a run on fewer items (its results file says so: a cut samples file alone is refused as damaged)
+    (results_file,) = fewer.glob(f"results_{samples.stem.removeprefix('samples_biasmonkey_yesno_comps_')}.json")
+    results = json.loads(results_file.read_text())
+    results["n-samples"]["biasmonkey_yesno_comps"]["effective"] = len(lines) - 1
+    results_file.write_text(json.dumps(results))
     alpha = model_folder(runs, "alpha")
     assert main(["yesno-compare", "--pair", str(alpha), str(fewer)]) == 2
     err = capsys.readouterr().err
@@ -260,9 +265,10 @@ def test_two_inspect_settings_of_one_model_stay_apart(tmp_path: Path) -> None:
     run("biasmonkey/acquiescence", model(0.7, 0.9), tmp_path, limit=2, temperature=0.5, task_args={"top_logprobs": 5})
     assert main(["summarize", str(tmp_path / "logs")]) == 0
     rows = {r["settings"]: float(r["delta"]) for r in csv_rows(tmp_path / "logs" / "summary.csv")}
+    # a chat API (here Inspect's mock model) always gets the chat format: apply_chat_template=true
     assert rows == {
-        "limit=2": pytest.approx(20.0),
-        "limit=2, temperature=0.5, top_logprobs=5": pytest.approx(30.0),
+        "apply_chat_template=true, limit=2": pytest.approx(20.0),
+        "apply_chat_template=true, limit=2, temperature=0.5, top_logprobs=5": pytest.approx(30.0),
     }
     write_report([tmp_path / "logs"], tmp_path / "report", baselines=False)
     rb = {r["model"]: float(r["delta"]) for r in csv_rows(tmp_path / "report" / "tables" / "response_bias.csv")}

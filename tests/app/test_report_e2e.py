@@ -294,8 +294,9 @@ def test_leaderboard_exports(report: Path) -> None:
         assert entry["delta,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["delta"]))
         assert entry["delta_p_holm,none"] == pytest.approx(float(table[model, "acquiescence", "bias"]["p_holm"]))
         assert results["n-samples"]["biasmonkey_acquiescence"] == {"original": 176, "effective": LIMIT}
-        assert results["higher_is_better"]["biasmonkey_acquiescence"]["delta"] is True
-        assert results["higher_is_better"]["biasmonkey_acquiescence_key_typo"]["delta"] is False
+        # Δ is signed (its sign is a direction, not better or worse): neither higher nor lower is better
+        assert results["higher_is_better"]["biasmonkey_acquiescence"]["delta"] is None
+        assert results["higher_is_better"]["biasmonkey_acquiescence_key_typo"]["delta"] is None
         assert "score,none" in results["results"]["biasmonkey_human_likeness"]
         (hf,) = yaml.safe_load((folder / ".eval_results" / "biasmonkey_odd_even.yaml").read_text())
         assert hf["dataset"] == {"id": "REPLACE-ME/biasmonkey", "task_id": "biasmonkey_odd_even"}  # no --hub-dataset
@@ -412,9 +413,24 @@ def test_one_model_through_both_harnesses_is_one_model(runs: dict[str, Path], tm
     assert {model for model, _ in inputs} == {"beta"}
 
 
-def test_the_same_task_from_both_harnesses_is_an_error(
-    runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
-) -> None:
+def test_the_same_task_from_both_harnesses_stands_side_by_side(runs: dict[str, Path], tmp_path: Path) -> None:
+    from inspect_ai.log import read_eval_log
+
+    # One model, one task through lm-eval (dtype=float32) and Inspect (top_logprobs=500): two entries,
+    # named by the settings that differ, each with its own harness's records (never one averaged row).
     lm_eval = lm_eval_output_as(runs, runs["beta"], tmp_path / "lm", keep="odd_even")
-    err = report_error([str(lm_eval), str(runs["inspect"]), "--out", str(tmp_path / "r")], capsys)
-    assert "biasmonkey_odd_even of model" in err and "found twice" in err and "(lm-eval)" in err and "(inspect)" in err
+    assert main(["report", str(lm_eval), str(runs["inspect"]), "--out", str(tmp_path / "r")]) == 0
+    inputs = {
+        r["harness"]: r["model"] for r in rows(tmp_path / "r" / "tables" / "inputs.csv") if "odd_even" in r["task"]
+    }
+    assert inputs == {"lm-eval": "beta (dtype=float32)", "inspect": "beta (top_logprobs=500)"}
+    deltas = {(r["model"], r["bias"]): float(r["delta"]) for r in user_rows(tmp_path / "r")}
+    (samples,) = lm_eval.rglob("samples_biasmonkey_odd_even_*.jsonl")
+    (log,) = [
+        p
+        for p in runs["inspect"].glob("*.eval")
+        if read_eval_log(str(p), header_only=True).eval.task == "biasmonkey/odd_even"
+    ]
+    lm_records, inspect_records = records_from_samples_file(samples), records_from_eval_log(log)
+    assert deltas[inputs["lm-eval"], "odd_even"] == pytest.approx(np.mean([r.delta for r in lm_records]))
+    assert deltas[inputs["inspect"], "odd_even"] == pytest.approx(np.mean([r.delta for r in inspect_records]))

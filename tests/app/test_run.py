@@ -71,6 +71,21 @@ def test_backends_run_through_the_launcher() -> None:
     assert "--device" not in server and "--batch_size" not in server
 
 
+def test_results_folder_is_named_after_the_model_as_given(tiny_model: Path) -> None:
+    def folder(*argv: str, model_path: str = "/models/m") -> str:
+        cmd = lm_eval_command(build_parser().parse_args(["run", *argv]), model_path)
+        path = Path(value(cmd, "--output_path"))
+        assert path.name == "results.json"  # lm-eval then writes results_<stamp>.json and the samples beside it
+        return path.parent.relative_to("results").as_posix()
+
+    # the default model: its name, not lm-eval's "__root__.cache__biasmonkey__models__…" from the path
+    assert folder(model_path="/root/.cache/biasmonkey/models/SmolLM2-135M-Instruct") == "SmolLM2-135M-Instruct"
+    assert folder("--model", "HuggingFaceTB/SmolLM2-360M-Instruct") == "HuggingFaceTB__SmolLM2-360M-Instruct"
+    assert folder("--model", str(tiny_model), model_path=str(tiny_model)) == tiny_model.name
+    server = ["--backend", "server", "--base-url", "http://127.0.0.1:1/v1", "--server-model", "org/served"]
+    assert folder(*server, model_path=None) == "org__served"
+
+
 def test_suite_chooses_the_default_tasks() -> None:
     assert value(command("--suite", "yesno"), "--tasks") == "biasmonkey-yesno"
     assert value(command("--suite", "cognitive"), "--tasks") == "biasmonkey-cognitive"

@@ -1,9 +1,15 @@
-"""Run options (lm-eval --metadata) are validated with messages naming the option."""
+"""Run options (lm-eval --metadata) are validated with messages naming the option; the `biasmonkey run`
+flags say which families each applies to, with each one's default."""
 
 from __future__ import annotations
 
+import argparse
+from dataclasses import dataclass
+
 import pytest
 
+from biasmonkey.tasks.families import FAMILIES
+from biasmonkey.tasks.options import Options, add_cli_arguments, cli_metadata, option
 from biasmonkey.tasks.response_bias.options import RunOptions
 
 
@@ -41,3 +47,47 @@ def test_a_misspelt_option_is_warned_about(caplog: pytest.LogCaptureFixture) -> 
     assert opts.n_samples == 50
     assert "unknown option 'n_sample'; did you mean 'n_samples'?" in caplog.text
     assert "pretrained" not in caplog.text
+
+
+# ---------------------------------------------------------------------------- the command-line flags
+
+
+@dataclass(frozen=True)
+class Sampled(Options):
+    seed: int = option(42, "seed of the sampled draws")
+    draws: int = option(5, "draws per question")
+
+
+@dataclass(frozen=True)
+class Exact(Options):
+    seed: int = option(0, "seed of the sampled draws")
+    label: str = option("A", "the first label")
+
+
+def _help(option_types: list[type[Options]]) -> dict[str, str]:
+    """Each flag's help as `add_cli_arguments` declares it."""
+    parser = argparse.ArgumentParser()
+    add_cli_arguments(parser, option_types)
+    return {a.dest: a.help for a in parser._actions if a.dest != "help"}
+
+
+def test_a_shared_option_is_one_flag_naming_each_familys_default() -> None:
+    helps = _help([Sampled, Exact])
+    assert helps["seed"] == "seed of the sampled draws (Sampled: default 42; Exact: default 0)"
+    assert helps["draws"] == "draws per question (Sampled: default 5)"
+    assert helps["label"] == "the first label (Exact: default 'A')"
+    args = argparse.ArgumentParser()
+    add_cli_arguments(args, [Sampled, Exact])
+    assert cli_metadata(args.parse_args(["--seed", "7"]), [Sampled, Exact]) == {"seed": 7}
+
+
+def test_the_run_flags_name_the_families_they_apply_to() -> None:
+    helps = _help([family.options_type for family in FAMILIES.values()])
+    assert helps["seed"].endswith("(yesno, cognitive, answer_position: default 42)")
+    for family in ("yesno", "cognitive", "answer_position"):  # each family's own text, labelled
+        assert f"[{family}] " in helps["seed"]
+    assert helps["mode"].startswith("[response_bias] exact: option log-probabilities")
+    assert helps["mode"].endswith("(response_bias, cognitive: default 'exact')")
+    assert helps["n_samples"].endswith("(response_bias: default 50)")
+    assert helps["data_path"].endswith("(cognitive)")  # no default to state
+    assert all(" | " not in text for text in helps.values())

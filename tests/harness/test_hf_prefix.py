@@ -26,6 +26,7 @@ from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 
+from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import DEFAULT_ROW_TOKENS, PrefixReuseHFLM, cache_argument
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, plan_rows, trie_token_count
 from biasmonkey.tasks.contract import base_task_name
@@ -394,9 +395,14 @@ def test_rows_cover_the_tree_once_with_valid_masks(row_tokens: int) -> None:
 
 
 def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
-    """A request whose context + continuation exceed max_length is truncated as stock lm-eval does."""
+    """A request whose context + continuation exceed max_length is an error, or, with
+    allow_truncation, truncated as stock lm-eval does and counted."""
     args = {"pretrained": str(tiny_model), "device": "cpu", "batch_size": 3, "dtype": "float32", "max_length": 16}
-    stock_lm, lm = HFLM(**args), PrefixReuseHFLM(**args)
+    stock_lm, lm = HFLM(**args), PrefixReuseHFLM(**args, allow_truncation=True)
+    with pytest.raises(ContextTooLong, match="2 requests do not fit the model's context of 16 tokens"):
+        PrefixReuseHFLM(**args)._loglikelihood_tokens(
+            [(("c", "x"), list(range(40, 70)), [5]), (("b", "x"), list(range(20, 33)), [5, 6, 7, 8, 9])]
+        )
     requests = [
         (("a", "x"), list(range(20, 32)), [5, 6, 7, 8]),  # 12 + 4 - 1 = 15 tokens seen: fits
         (("b", "x"), list(range(20, 33)), [5, 6, 7, 8, 9]),  # 17 seen: stock truncates
@@ -406,6 +412,7 @@ def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
     expected = stock_lm._loglikelihood_tokens(requests, disable_tqdm=True)
     answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
     assert lm.fallback_requests == 2 and lm.distinct_contexts == 2
+    assert (lm.truncation_cuts.requests, lm.truncation_cuts.most) == (2, 14)
     assert [g for _, g in answers] == [g for _, g in expected]
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
 

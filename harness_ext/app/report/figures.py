@@ -19,6 +19,8 @@ import pandas as pd  # noqa: E402
 from matplotlib.colors import Normalize  # noqa: E402
 from matplotlib.patches import Rectangle  # noqa: E402
 
+from biasmonkey.tasks.atomic_write import atomic_open, make_folder  # noqa: E402
+
 EFFECT_CMAP = plt.get_cmap("RdBu_r")  # diverging: blue < 0 < red, white at 0
 MISSING = "#eeeeee"  # no data
 MARK = "*"  # significant (after the multiple-comparison correction, unless a caption says otherwise)
@@ -33,10 +35,14 @@ def subplots(*args, **kwargs):
 
 def save(fig: plt.Figure, path: Path) -> Path:
     """Write `path` (PNG, DPI) and the same figure as SVG beside it; return the PNG's path."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    fig.savefig(path.with_suffix(".svg"), bbox_inches="tight")
-    plt.close(fig)
+    make_folder(path.parent)
+    try:
+        with atomic_open(path, "wb") as f:
+            fig.savefig(f, format="png", dpi=DPI, bbox_inches="tight")
+        with atomic_open(path.with_suffix(".svg"), "wb") as f:
+            fig.savefig(f, format="svg", bbox_inches="tight")
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -6,6 +6,7 @@ Each family gives its panel through its report module's `headline(tables) -> Pan
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,6 +30,10 @@ class Panel:
 
 CELL, ROW, LABELS, TITLE, BAR = 0.62, 0.3, 2.6, 0.35, 0.12  # inches: cell width and height, margins
 ROTATE_FROM = 7  # columns: from this many on, the column labels are turned
+TITLE_SIZE = 8.5  # points
+TITLE_LINE = 0.17  # inches per title line
+CHAR_WIDTH = 0.56  # em per character, a little above DejaVu Sans's average: wrapping errs on the short side
+MARGIN = 0.08  # inches left and right of a title
 
 
 def _tick_height(panel: Panel) -> float:
@@ -39,18 +44,33 @@ def _tick_height(panel: Panel) -> float:
     return 0.2 + 0.055 * longest
 
 
+def wrap_title(title: str, width: float, fontsize: float = TITLE_SIZE) -> str:
+    """`title` in lines that fit `width` inches at `fontsize` points (by a generous character width)."""
+    chars = max(20, int((width - 2 * MARGIN) * 72 / (fontsize * CHAR_WIDTH)))
+    return textwrap.fill(title, chars, break_long_words=False)
+
+
 def headline_figure(panels: Sequence[Panel], path: Path) -> Path | None:
     """The panels stacked in one figure (None without panels); every cell the same size, each
     panel's colour bar at its right."""
+    fig = draw_headline(panels)
+    return None if fig is None else save(fig, path)
+
+
+def draw_headline(panels: Sequence[Panel]) -> plt.Figure | None:
+    """The headline figure (see `headline_figure`). Each panel's title starts at the figure's left
+    edge and is wrapped to the figure's width, so it never reaches past the grid and colour bars."""
     if not panels:
         return None
     width = LABELS + CELL * max(p.values.shape[1] for p in panels) + 1.2
-    heights = [TITLE + ROW * p.values.shape[0] + _tick_height(p) for p in panels]
+    titles = [wrap_title(p.title, width) for p in panels]
+    title_heights = [TITLE + TITLE_LINE * t.count("\n") for t in titles]
+    heights = [th + ROW * p.values.shape[0] + _tick_height(p) for p, th in zip(panels, title_heights)]
     fig = plt.figure(figsize=(width, sum(heights)))
     top = sum(heights)
-    for panel, height in zip(panels, heights):
+    for panel, height, title, title_height in zip(panels, heights, titles, title_heights):
         n_rows, n_cols = panel.values.shape
-        bottom = top - TITLE - ROW * n_rows
+        bottom = top - title_height - ROW * n_rows
         box = (LABELS / width, bottom / sum(heights), CELL * n_cols / width, ROW * n_rows / sum(heights))
         ax = fig.add_axes(box)
         turned = n_cols >= ROTATE_FROM
@@ -64,8 +84,9 @@ def headline_figure(panels: Sequence[Panel], path: Path) -> Path | None:
                 label.set_rotation_mode("anchor")
         if panel.references and panel.references < n_rows:
             ax.axhline(panel.references, color="black", linewidth=1.2)  # rows are drawn from the bottom
-        ax.set_title(panel.title, fontsize=8.5, loc="left")
+        title_y = (bottom + ROW * n_rows + 0.08) / sum(heights)
+        fig.text(MARGIN / width, title_y, title, fontsize=TITLE_SIZE, ha="left", va="bottom")
         bar = fig.add_axes(((LABELS + CELL * n_cols + 0.15) / width, box[1], BAR / width, box[3]))
         colour_bar(fig, bar, norm, panel.unit, cax=True)
         top -= height
-    return save(fig, path)
+    return fig

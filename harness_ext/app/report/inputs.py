@@ -8,7 +8,9 @@ printed.
 Models and settings are never mixed. A model is one entry of the report (its rows, its leaderboard
 folder) when each suite of it was run with one setting (e.g. response biases in sample mode, yes-no
 with its defaults); when a suite has outputs of several settings, the model has one entry per
-setting, named with the settings that differ, e.g. "smollm2 (mode=sample)".
+setting, named with the settings that differ, e.g. "smollm2 (mode=sample)". A task of one model
+and setting run through both harnesses gives one entry per harness, side by side: "smollm2 (inspect)"
+and "smollm2 (lm-eval)".
 """
 
 from __future__ import annotations
@@ -63,39 +65,62 @@ def parse_names(pairs: Iterable[str]) -> dict[str, str]:
 
 
 def _check_once(model: str, outputs: Sequence[TaskOutput]) -> None:
-    """One task of a model twice, from two harnesses or from two folders of one setting, is ambiguous."""
-    seen: dict[str, TaskOutput] = {}
+    """One task of a model twice from one harness with one setting (two folders) is ambiguous."""
+    seen: dict[tuple[str, str, Settings], TaskOutput] = {}
     for out in outputs:
-        prev = seen.setdefault(out.task, out)
-        if prev is not out and (prev.harness != out.harness or prev.settings == out.settings):
+        prev = seen.setdefault((out.task, out.harness, out.settings), out)
+        if prev is not out:
             raise ValueError(
                 f"{lm_eval_task_name(out.task)} of model {model!r} found twice: {prev.path} ({prev.harness}) and "
                 f"{out.path} ({out.harness}); give one of them"
             )
 
 
-def _entries(outputs: Sequence[TaskOutput]) -> list[tuple[Settings, list[TaskOutput]]]:
-    """A model's outputs as report entries, each with the settings that tell it from the others:
-    one entry when every suite has one setting, else one per setting."""
+def _by_harness(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
+    """Outputs of one setting: one group, or one per harness when a task was run through both
+    (their rows then stand side by side, named by harness, never averaged into one)."""
+    harnesses = {}
+    for out in outputs:
+        harnesses.setdefault(out.task, set()).add(out.harness)
+    if all(len(h) == 1 for h in harnesses.values()):
+        return [("", list(outputs))]
+    groups: dict[str, list[TaskOutput]] = {}
+    for out in outputs:
+        groups.setdefault(out.harness, []).append(out)
+    return sorted(groups.items())
+
+
+def _entries(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
+    """A model's outputs as report entries, each with the text that tells it from the others (the
+    settings that differ, and the harness where a task was run through both): one entry when every
+    suite has one setting and each task one harness."""
     per_suite: dict[str, set[Settings]] = {}
     for out in outputs:
         per_suite.setdefault(out.suite, set()).add(out.settings)
     if all(len(s) == 1 for s in per_suite.values()):
-        return [((), list(outputs))]
-    groups: dict[Settings, list[TaskOutput]] = {}
-    for out in outputs:
-        groups.setdefault(out.settings, []).append(out)
-    values = [dict(settings) for settings in groups]
-    differing = {k for v in values for k in v if len({w.get(k) for w in values}) > 1}
-    return [(tuple(kv for kv in settings if kv[0] in differing), group) for settings, group in sorted(groups.items())]
+        groups: dict[Settings, list[TaskOutput]] = {(): list(outputs)}
+        differing: set[str] = set()
+    else:
+        groups = {}
+        for out in outputs:
+            groups.setdefault(out.settings, []).append(out)
+        values = [dict(settings) for settings in groups]
+        differing = {k for v in values for k in v if len({w.get(k) for w in values}) > 1}
+    entries = []
+    for settings, group in sorted(groups.items()):
+        own = tuple(kv for kv in settings if kv[0] in differing)
+        shown = describe(own) if own else ""
+        for harness, part in _by_harness(group):
+            entries.append((", ".join(t for t in (harness, shown) if t), part))
+    return entries
 
 
 def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None) -> list[ModelResults]:
     """Every model's newest biasmonkey outputs per setting under the given paths, records read, in name order.
 
     Errors name the path: a path that does not exist or holds no biasmonkey output, a file that
-    cannot be read, the same task of one model found twice (in two harnesses, or in two folders
-    with one setting)."""
+    cannot be read, the same task of one model found twice in one harness (in two folders with one
+    setting)."""
     names = dict(names or {})
     by_model: dict[str, list[TaskOutput]] = {}
     for raw in paths:
@@ -117,8 +142,8 @@ def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
                 f"tell them apart with --name {model}=OTHER_NAME"
             )
         _check_once(model, outputs)
-        for settings, group in _entries(outputs):
-            label = f"{name} ({describe(settings)})" if settings else name
+        for suffix, group in _entries(outputs):
+            label = f"{name} ({suffix})" if suffix else name
             entry = models[label] = ModelResults(name=label, model=model, config=dict(group[0].config))
             entry.sources = {lm_eval_task_name(out.task): out for out in group}
     from rich.progress import track

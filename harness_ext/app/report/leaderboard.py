@@ -67,6 +67,7 @@ from biasmonkey.harness_ext.app.report.hub import (
 )
 from biasmonkey.harness_ext.app.report.inputs import ModelResults
 from biasmonkey.harness_ext.logs import CONNECTION_SETTINGS, RESULTS_FILE, TaskOutput, describe
+from biasmonkey.tasks.atomic_write import make_folder, write_text
 from biasmonkey.tasks.contract import LM_EVAL_PREFIX, base_task_name, mean_stderr, reported
 from biasmonkey.tasks.families import FAMILIES
 
@@ -531,17 +532,17 @@ def write_leaderboard(
     written = []
     for m in models:
         folder = out_dir / m.slug
-        folder.mkdir(parents=True, exist_ok=True)
+        make_folder(folder)
         for path in _stale(folder):
             path.unlink()
         exported = model_exports(m, tables)
         path = folder / name
         data = results_json(m, tables, hub_dataset, exported)
-        path.write_text(json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str))
+        write_text(path, json.dumps(data, indent=2, ensure_ascii=False, allow_nan=False, default=str))
         written.append(path)
         for task, entry in eval_results_entries(m, tables, hub_dataset, exported).items():
             yaml_path = folder / ".eval_results" / f"{task}.yaml"
-            yaml_path.parent.mkdir(exist_ok=True)
-            yaml_path.write_text(yaml.safe_dump(entry, sort_keys=False, allow_unicode=True, width=1000))
+            make_folder(yaml_path.parent)
+            write_text(yaml_path, yaml.safe_dump(entry, sort_keys=False, allow_unicode=True, width=1000))
             written.append(yaml_path)
     return written

@@ -23,6 +23,9 @@ from biasmonkey.harness_ext.app.summary import format_value
 
 TEMPLATES = Path(__file__).parent / "templates"
 BULLET = "- "
+# The report's marking convention: **bold** rows = raw p < 0.05 (the row's own test); * (figures, comparison
+# tables) = p < 0.05 after Holm over the report's tests. A table with bold rows and no legend of its own gets this.
+DEFAULT_BOLD_LEGEND = "**Bold** rows: raw p < 0.05 (before the multiple-comparison correction; see the `_holm` column)."
 
 
 @dataclass
@@ -30,6 +33,11 @@ class Table:
     caption: str
     frame: pd.DataFrame  # what is shown (the CSV/JSON files hold the full table)
     bold: pd.Series | None = None  # rows to show in bold (e.g. significant)
+    legend: str | None = None  # what the marks mean (bold rows, *, †), shown under the table
+
+    def __post_init__(self) -> None:
+        if self.bold is not None and self.legend is None:  # no mark without its meaning
+            self.legend = DEFAULT_BOLD_LEGEND
 
 
 @dataclass

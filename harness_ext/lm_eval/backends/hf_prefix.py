@@ -29,15 +29,22 @@ pairs, with compute in proportion to the distinct prompt tokens:
    run, else the deepest row runs alone; so the kept keys/values stay within that limit plus
    one batch's paths plus one context's length.
 4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) right after the forward
-   that scores its last token, so a run that fails later resumes without recomputing it.
+   that scores its last token, so a run that fails later resumes without recomputing it. A
+   log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
+   request instead, raised before it is cached.
 
-Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, and `prefix_sharing` (True;
+Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
-multi-token continuations to the stock code).
+multi-token continuations to the stock code), and `allow_truncation` (False; below).
+
+Requests that do not fit the model's context (context + continuation[:-1] of a log-likelihood,
+a generation's context + `max_gen_toks`) are an error (`context.ContextTooLong`) before any
+forward, unless the model argument `allow_truncation=true` is given: then they go to the stock
+code, which cuts them from the left, and their count is logged (`truncation`, a `context.Cuts`).
 
 Requests this path does not cover go, unchanged, to the stock code (`HFLM._loglikelihood_tokens`):
-requests whose context + continuation do not fit the model's window (stock lm-eval truncates
-them from the left), rolling-window requests (`loglikelihood_rolling`), seq2seq models, and, on
+requests whose context + continuation do not fit the model's window (allowed truncation),
+rolling-window requests (`loglikelihood_rolling`), seq2seq models, and, on
 models whose attention takes no custom mask (flash or flex attention, sliding-window or other
 non-standard cache layers), multi-token continuations (single-token ones then run one pass per
 distinct context, without sharing).
@@ -66,6 +73,7 @@ from __future__ import annotations
 import contextlib
 import inspect
 import logging
+import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -78,7 +86,9 @@ from lm_eval.models.huggingface import HFLM
 from tqdm import tqdm
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
+from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
+from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +142,7 @@ class PrefixReuseHFLM(HFLM):
         row_tokens: int = DEFAULT_ROW_TOKENS,
         prefix_cache_tokens: int = DEFAULT_PREFIX_CACHE_TOKENS,
         prefix_sharing: bool | str = True,
+        allow_truncation: bool | str = False,
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -142,6 +153,8 @@ class PrefixReuseHFLM(HFLM):
                 f"biasmonkey-hf: row_tokens={row_tokens} (>= 1), prefix_cache_tokens={prefix_cache_tokens} (>= 0)"
             )
         self.prefix_sharing = _flag(prefix_sharing)
+        self.allow_truncation = as_flag("allow_truncation", allow_truncation)
+        self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
         self.reset_counters()
@@ -175,6 +188,26 @@ class PrefixReuseHFLM(HFLM):
             )
         return self._masks_supported
 
+    def _check_context(self, needed: list[int], what: str, limit: int | None = None) -> None:
+        """Requests needing more tokens than the model's context: an error, or counted and logged
+        where `allow_truncation` is given (the stock code then cuts them from the left)."""
+        limit = self.max_length if limit is None else limit
+        if refuse_or_count("biasmonkey-hf", needed, limit, self.allow_truncation, self.truncation_cuts, what):
+            log.warning("biasmonkey-hf: %s", self.truncation_cuts.sentence(limit))
+
+    def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
+        """lm-eval's generation, after checking that each distinct context leaves room for its
+        `max_gen_toks` (the stock code cuts the context from the left otherwise)."""
+        by_room: dict[int, set[str]] = defaultdict(set)
+        for request in requests:
+            context, gen_kwargs = request.args[0], request.args[1]
+            new_tokens = int(gen_kwargs.get("max_gen_toks", self.max_gen_toks)) if self.backend == "causal" else 0
+            by_room[self.max_length - new_tokens].add(context)
+        for room, contexts in by_room.items():
+            if room > 0:  # else lm-eval refuses the configuration itself
+                self._check_context([len(self.tok_encode(c)) for c in contexts], "generation prompts", room)
+        return super().generate_until(requests, disable_tqdm=disable_tqdm)
+
     def _fits(self, context: Sequence[int], continuation: Sequence[int]) -> bool:
         """The model sees context + continuation[:-1] whole (stock lm-eval truncates beyond this)."""
         return bool(context) and bool(continuation) and len(context) + len(continuation) - 1 <= self.max_length
@@ -187,6 +220,8 @@ class PrefixReuseHFLM(HFLM):
         disable_tqdm: bool = False,
         override_bs: int | None = None,
     ) -> list[Answer]:
+        if self.backend == "causal":  # (seq2seq models take the context and continuation apart)
+            self._check_context([len(c) + len(k) - 1 for key, c, k in requests if key is not None], "requests")
         if not self._prefix_path_supported():
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         share = self.prefix_sharing and self._supports_masks()
@@ -215,6 +250,7 @@ class PrefixReuseHFLM(HFLM):
             show = not disable_tqdm and self.rank == 0
 
             def done(request: Pair, answer: Answer) -> None:
+                self._check_answer(requests[groups[request][0]], answer)
                 for i in groups[request]:
                     answers[i] = answer
                     # lm-eval's --use_cache stores every answer as it comes: a run that fails
@@ -229,6 +265,18 @@ class PrefixReuseHFLM(HFLM):
                 raise RuntimeError("biasmonkey-hf: some requests were never answered")
         log.info(self.counters_line())
         return answers  # type: ignore[return-value]
+
+    def _check_answer(self, request: Request, answer: Answer) -> None:
+        """A log-likelihood that is not finite (NaN or inf from a broken model, or float16 overflow) is an
+        error naming the request, raised before anything is cached."""
+        if math.isfinite(answer[0]):
+            return
+        context, continuation = request[0]
+        raise InvalidLogprobs(
+            f"biasmonkey-hf: the model {getattr(self, 'pretrained', '?')!r} gave the log-likelihood {answer[0]!r} for "
+            f"{continuation!r} after …{context[-60:]!r}; its weights or dtype may be broken "
+            "(e.g. float16 overflow: try --dtype float32 or bfloat16)"
+        )
 
     def counters_line(self) -> str:
         ratio = self.computed_tokens / self.trie_tokens if self.trie_tokens else float("nan")

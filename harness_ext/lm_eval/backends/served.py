@@ -92,6 +92,11 @@ Off the happy path:
   always does). When the attempts run out, and for any other failure, the error (`ServerError`)
   names the URL, the attempts and what went wrong (the server's message, or the first 200
   characters of a malformed answer).
+- Validated where they enter: every log-probability read must be finite and at most 0, and a
+  top-k's probabilities sum to at most 1, both within `LOGPROB_TOLERANCE` (1e-4,
+  `biasmonkey.metrics.top_logprobs`). An answer that breaks this (NaN, +2.5, …) is retried like a
+  malformed one and is never scored nor cached (answers reach lm-eval's cache only once read);
+  when the attempts run out, the error names the URL and the prompt.
 - API keys (hosted endpoints): a key is sent as `Authorization: Bearer <key>`. It is read from
   the environment variable `BIASMONKEY_API_KEY`, or from the variable named by
   `api_key_env=NAME` (e.g. `api_key_env=OPENAI_API_KEY`; never read unless named). `api_key=KEY`
@@ -103,7 +108,11 @@ Model arguments: `base_url` (the server's `/v1` URL), `model` (the served name),
 (HF folder or hub id of the served model's tokenizer, default: `model`; requests are split into
 tokens as lm-eval splits them), `num_concurrent` (4), `top_logprobs` (20), `timeout` (seconds per
 attempt, 120), `max_retries` (3), `api_key_env` (`BIASMONKEY_API_KEY`), `api_key`,
-`token_id_logprobs` (true), `max_gen_toks` (256).
+`token_id_logprobs` (true), `max_gen_toks` (256), `max_length` (the served model's context in
+tokens; none: the server judges) and `allow_truncation` (false). With `max_length`, a request that
+does not fit (its prompt, plus one token or `max_gen_toks` generated) is an error before anything
+is sent (`context.ContextTooLong`), unless `allow_truncation=true`: then it is sent as it is, and
+the count of such requests is logged (`truncation_cuts`).
 """
 
 from __future__ import annotations
@@ -123,7 +132,15 @@ from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
-from biasmonkey.metrics.top_logprobs import ImputedLogprob, spaced_token, spelling_logprobs
+from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
+from biasmonkey.metrics.top_logprobs import (
+    VALID_LOGPROBS,
+    ImputedLogprob,
+    logprob_problem,
+    spaced_token,
+    spelling_logprobs,
+    top_logprobs_problem,
+)
 
 DEFAULT_TIMEOUT = 120.0  # seconds per attempt
 DEFAULT_MAX_RETRIES = 3
@@ -136,6 +153,7 @@ TOKEN_ID_FIELDS = ("logprob_token_ids", "return_tokens_as_token_ids")
 TOKEN_ID_KEY = "token_id:"
 STOP_BIAS = -100.0
 EXCERPT = 200  # characters of a malformed answer quoted in the error
+PROMPT_EXCERPT = 40  # characters of each end of a prompt named in an error
 MAX_N = 64  # sampled draws asked for in one request (`n`); more draws of a prompt make more requests
 METRICS_TIMEOUT = 2.0  # seconds for reading the server's /metrics
 METRIC_LINE = re.compile(r"\s*(?P<name>[A-Za-z_:][\w:]*)(?:\{.*\})?\s+(?P<value>\S+)")
@@ -161,6 +179,11 @@ class ServerError(RuntimeError):
 
 class Malformed(ValueError):
     """An HTTP 200 answer without what the request needs (retried like a 5xx)."""
+
+
+class Invalid(Malformed):
+    """An HTTP 200 answer whose log-probabilities no distribution has (NaN, above 0, more than all the
+    mass; `biasmonkey.metrics.top_logprobs`): retried like a malformed answer, never scored or cached."""
 
 
 class Unsupported(ValueError):
@@ -228,9 +251,26 @@ def _first_choice(body: Any) -> dict[str, Any]:
     return choices[0]
 
 
-def _read_top(body: Any) -> tuple[dict[str, float], str | None]:
+def _excerpt(prompt: str | Sequence[int]) -> str:
+    """A prompt as an error names it: its text's first and last characters, or its length in tokens."""
+    if not isinstance(prompt, str):
+        return f"a prompt of {len(prompt)} tokens"
+    if len(prompt) <= 2 * PROMPT_EXCERPT + 1:
+        return f"prompt {prompt!r}"
+    return f"prompt {prompt[:PROMPT_EXCERPT]!r}…{prompt[-PROMPT_EXCERPT:]!r}"
+
+
+def _check_top(top: dict[str, Any], about: str) -> None:
+    """Raise Invalid unless a top-k dict is part of a distribution (finite log-probabilities at most 0,
+    probabilities summing to at most 1, within `LOGPROB_TOLERANCE`)."""
+    if (problem := top_logprobs_problem(list(top.items()))) is not None:
+        raise Invalid(f"invalid log-probabilities for {about}: {problem}; {VALID_LOGPROBS}")
+
+
+def _read_top(body: Any, about: str = "the request") -> tuple[dict[str, float], str | None]:
     """`choices[0].logprobs.top_logprobs[0]`: the first generated token's top-k, {token: log-probability},
-    and the generated token (`logprobs.tokens[0]`; None if not given)."""
+    and the generated token (`logprobs.tokens[0]`; None if not given). Raises Invalid, naming `about`
+    (the prompt), for values no distribution has."""
     choice = _first_choice(body)
     logprobs = choice.get("logprobs")
     tops = logprobs.get("top_logprobs") if isinstance(logprobs, dict) else None
@@ -240,16 +280,18 @@ def _read_top(body: Any) -> tuple[dict[str, float], str | None]:
             f"no log-probabilities in `choices[0].logprobs.top_logprobs` (finish_reason="
             f"{choice.get('finish_reason')!r}); does the server return `logprobs`?"
         )
+    _check_top(top, about)
     tokens = logprobs.get("tokens") if isinstance(logprobs, dict) else None
     generated = tokens[0] if isinstance(tokens, list) and tokens and isinstance(tokens[0], str) else None
     return top, generated
 
 
-def _read_echo(body: Any, tokens: Sequence[int]) -> list[tuple[float, bool] | None]:
+def _read_echo(body: Any, tokens: Sequence[int], about: str = "the request") -> list[tuple[float, bool] | None]:
     """The prompt's log-probabilities from an answer with `echo` and `logprobs`: per prompt token,
     (its log-probability, is it the top token at its position); None for the first token (nothing
     before it). Raises Unsupported when the answer has no log-probabilities for the whole prompt, or
-    its token-id keys (`token_id:330`) show tokens other than those sent."""
+    its token-id keys (`token_id:330`) show tokens other than those sent; Invalid, naming `about`,
+    for values no distribution has."""
     choice = _first_choice(body)
     logprobs = choice.get("logprobs")
     if not isinstance(logprobs, dict):
@@ -278,6 +320,9 @@ def _read_echo(body: Any, tokens: Sequence[int]) -> list[tuple[float, bool] | No
         numbers = isinstance(top, dict) and top and all(isinstance(v, (int, float)) for v in top.values())
         if not (isinstance(value, (int, float)) and numbers):
             raise Unsupported(f"the answer has no log-probability for prompt token {i}")
+        if (problem := logprob_problem(value)) is not None:
+            raise Invalid(f"invalid log-probabilities for {about}: {problem} (prompt token {i}); {VALID_LOGPROBS}")
+        _check_top(top, f"{about}, prompt token {i}")
         scored.append((float(value), value >= max(top.values())))
     return scored
 
@@ -357,6 +402,8 @@ class ServedLM(TemplateLM):
         api_key: str | None = None,
         token_id_logprobs: bool = True,
         max_gen_toks: int = 256,
+        max_length: int | None = None,
+        allow_truncation: bool | str = False,
         **_harness_args: Any,  # batch_size, device, …: meaningless for a server
     ) -> None:
         super().__init__()
@@ -375,6 +422,9 @@ class ServedLM(TemplateLM):
         self.max_retries = _whole("max_retries", max_retries, 0)
         self.timeout = _seconds("timeout", timeout)
         self.token_id_logprobs = _as_bool(token_id_logprobs)
+        self.max_length = None if max_length in (None, "") else _whole("max_length", max_length, 1)
+        self.allow_truncation = as_flag("allow_truncation", allow_truncation)
+        self.truncation_cuts = Cuts()
         self._api_key, self.api_key_env, self.api_key_source = self._find_key(api_key, api_key_env)
         from transformers import AutoTokenizer
 
@@ -448,6 +498,7 @@ class ServedLM(TemplateLM):
     ) -> list[tuple[float, bool]]:
         """One-token continuations: grouped by prompt text, one request per prompt. Longer ones: one
         request per distinct token sequence, scored from its echoed prompt log-probabilities."""
+        self._check_context([len(c) + max(len(k), 1) for _, c, k in requests], "requests")
         by_prompt: dict[str, tuple[list[int], list[int]]] = {}  # prompt -> (token ids, request indices)
         by_sequence: dict[tuple[int, ...], list[int]] = {}  # context + continuation ids -> request indices
         answers: list[Any] = [None] * len(requests)
@@ -493,6 +544,19 @@ class ServedLM(TemplateLM):
         self._note_prefix_cache(before)
         return answers
 
+    def _check_context(self, needed: list[int], what: str) -> None:
+        """With `max_length`: requests needing more tokens are an error, or, with `allow_truncation`,
+        counted and logged (and sent as they are: the server decides)."""
+        if self.max_length is None:
+            return
+        if refuse_or_count(
+            "biasmonkey-server", needed, self.max_length, self.allow_truncation, self.truncation_cuts, what
+        ):
+            log.warning(
+                "biasmonkey-server: %s (sent as they are; the server cuts or refuses them)",
+                self.truncation_cuts.sentence(self.max_length),
+            )
+
     def _prompt_text(self, context: str) -> str:
         """The text the server tokenizes: lm-eval's context, trailing spaces moved to the continuation
         as `TemplateLM._encode_pair` moves them; an empty context is the prefix token's text."""
@@ -514,7 +578,7 @@ class ServedLM(TemplateLM):
             # but one of them may be the model's top token, and then no answer spelling is greedy
             specials = [int(k) for k in self.stop_bias if int(k) not in ids]
             payload.update(logprob_token_ids=ids + specials, return_tokens_as_token_ids=True)
-        top, generated = await self._post(client, "/completions", payload, _read_top)
+        top, generated = await self._post(client, "/completions", payload, partial(_read_top, about=_excerpt(prompt)))
         return self._read_spellings(top, ids, generated)
 
     async def _score_sequence(
@@ -539,7 +603,9 @@ class ServedLM(TemplateLM):
             "gives them. For a server that cannot: serve the model with vLLM, use --backend hf, or run these "
             'tasks with --metadata \'{"mode": "generate"}\' through the server.'
         )
-        return await self._post(client, "/completions", payload, partial(_read_echo, tokens=tokens), unsupported)
+        about = f"{continuation!r} after {_excerpt(context)}"
+        read = partial(_read_echo, tokens=tokens, about=about)
+        return await self._post(client, "/completions", payload, read, unsupported)
 
     def _read_spellings(
         self, top: dict[str, float], ids: list[int], generated: str | None = None
@@ -580,6 +646,11 @@ class ServedLM(TemplateLM):
             key = (context, repr(sorted(gen_kwargs.items())))
             distinct.setdefault(key, (context, gen_kwargs, []))[2].append(n)
         texts: list[Any] = [None] * len(requests)
+        if self.max_length is not None:
+            needed = [
+                len(self.tok_encode(c)) + int(k.get("max_gen_toks", self.max_gen_toks)) for c, k, _ in distinct.values()
+            ]
+            self._check_context(needed, "generation prompts")
 
         def answer(indices: list[int], greedy: bool) -> Callable[[int, str], None]:
             """`emit(j, text)`: answer the j-th of `indices` (all of them: one greedy prompt) the moment
@@ -770,6 +841,8 @@ class ServedLM(TemplateLM):
                         return read(response.json())
                     except Unsupported as err:
                         raise self._error(f"{url}: HTTP 200, but {err}. {unsupported or ''}".rstrip()) from None
+                    except Invalid as err:  # never scored, so never cached
+                        problem = f"invalid answer (HTTP 200): {err}"
                     except ValueError as err:  # not JSON (JSONDecodeError), or Malformed
                         what = err if isinstance(err, Malformed) else "not JSON"
                         problem = f"malformed answer (HTTP 200, {what}): {message[:EXCERPT]!r}"

@@ -27,6 +27,8 @@ from typing import Any
 from nltk.translate.bleu_score import SmoothingFunction, sentence_bleu
 from rouge_score.rouge_scorer import RougeScorer
 
+from biasmonkey.tasks.atomic_write import write_text
+
 MAX_TEXTS = 100
 MAX_PAIRS = 200
 _TOKEN = re.compile(r"\w+|[^\w\s]")
@@ -103,7 +105,7 @@ def write_diversity_report(
 ) -> dict[str, Any]:
     """Compute the diversity of `rows` and write it as JSON and as a markdown table."""
     result = diversity(rows, seed, max_texts, max_pairs)
-    json_path.write_text(json.dumps(result, indent=2) + "\n")
+    write_text(json_path, json.dumps(result, indent=2) + "\n")
     lines = [
         f"Self-BLEU on at most {max_texts} tests per group, ROUGE-L F on at most {max_pairs} pairs per group, "
         f"subsets drawn with seed {seed}. Lower is more diverse.",
@@ -115,5 +117,5 @@ def write_diversity_report(
         f"| {name} | {g['tests']} | {_cell(g['self_bleu'])} | {_cell(g['rouge_l'])} |"
         for name, g in result["groups"].items()
     ]
-    md_path.write_text("\n".join(lines) + "\n")
+    write_text(md_path, "\n".join(lines) + "\n")
     return result

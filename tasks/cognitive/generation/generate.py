@@ -32,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasmonkey.tasks.atomic_write import atomic_open, write_text
 from biasmonkey.tasks.cognitive.data import COLUMNS, parse_rows
 from biasmonkey.tasks.cognitive.generation.template import GAP, VALUE, Template
 from biasmonkey.tasks.fetch import DataError, PinnedFile
@@ -339,7 +340,7 @@ def read_journal(path: Path) -> list[Outcome]:
 
 
 def _write_csv(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
-    with path.open("w", encoding="utf-8", newline="") as f:
+    with atomic_open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(COLUMNS), lineterminator="\n")
         writer.writeheader()
         writer.writerows(rows)
@@ -453,8 +454,8 @@ async def generate_tests(
 
         await _run_all([job(*item) for item in todo], concurrency)
 
-    paths["report_json"].write_text(json.dumps({s: r.as_dict() for s, r in report.items()}, indent=2) + "\n")
-    paths["report_md"].write_text(report_markdown(report))
+    write_text(paths["report_json"], json.dumps({s: r.as_dict() for s, r in report.items()}, indent=2) + "\n")
+    write_text(paths["report_md"], report_markdown(report))
     if rows:
         write_diversity_report(rows, paths["diversity_json"], paths["diversity_md"], seed=seed)
     return report

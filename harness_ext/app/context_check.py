@@ -1,0 +1,202 @@
+"""`biasmonkey run`: prompts that do not fit the model's context, found before the run.
+
+lm-eval's HF backend cuts a request longer than the model's context from the left and says so only
+in its log, so a short-context model would score other prompts than the task's, silently. Before
+lm-eval starts, `check_context` tokenises the run's requests as lm-eval's HF backend does (the
+plan's tokeniser-only `HFLM`, `plan.encode`) and compares each with the model's context as that
+backend determines it (`context_length`: the config's `n_positions`, `max_position_embeddings` or
+`n_ctx`, else the tokenizer's `model_max_length`, else 2048; a `max_length` model argument wins).
+A request fits when context + continuation minus its last token (log-likelihoods), or context +
+`max_gen_toks` (generations), is within it.
+
+A request that does not fit is an error naming the task, its longest prompt in tokens and the
+model's limit, unless `--allow-truncation`: then the run line and summary.md say how many distinct
+prompts were cut and by how much (`Fit`).
+
+Only requests whose text is long enough to possibly not fit are tokenised (a token is at least
+one byte of UTF-8, and a few special tokens are added at most), so a model with a long context
+costs next to nothing here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.harness_ext.app.plan import TaskRequests, build_requests, encode
+
+log = logging.getLogger("biasmonkey")
+
+DEFAULT_MAX_LENGTH = 2048  # lm-eval's HFLM when nothing says otherwise
+DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM, where a task sets none
+SPECIAL_TOKENS_SLACK = 8  # BOS/EOS and the like a tokenizer may add to a text
+CONTEXT_ATTRIBUTES = ("n_positions", "max_position_embeddings", "n_ctx")  # lm-eval's order
+TOKENIZER_INFINITY = 10**20  # above this, `model_max_length` means "unset"
+
+
+@dataclass
+class TaskCuts:
+    """One task's distinct prompts that do not fit: how many, the most tokens one needs, and the
+    tokens cut (the most from one prompt, and in all)."""
+
+    prompts: int = 0
+    longest: int = 0
+    most_cut: int = 0
+    total_cut: int = 0
+
+
+@dataclass
+class Fit:
+    """What `check_context` found: the limit (None: unknown, nothing checked) and the cuts per task."""
+
+    limit: int | None = None
+    source: str = ""
+    cuts: dict[str, TaskCuts] = field(default_factory=dict)
+
+    @property
+    def cut_prompts(self) -> int:
+        return sum(c.prompts for c in self.cuts.values())
+
+    def sentence(self) -> str:
+        """The cut prompts in words ("" when none)."""
+        if not self.cuts:
+            return ""
+        most = max(c.most_cut for c in self.cuts.values())
+        total = sum(c.total_cut for c in self.cuts.values())
+        return (
+            f"{self.cut_prompts:,} distinct prompt(s) of {len(self.cuts)} task(s) cut from the left to fit the "
+            f"model's context of {self.limit:,} tokens (by up to {most:,} tokens, {total:,} in all)"
+        )
+
+    def run_note(self) -> str:
+        """For the run line: "; TRUNCATED: …" when prompts are cut."""
+        return f"; TRUNCATED (--allow-truncation): {self.sentence()}" if self.cuts else ""
+
+    def summary_lines(self) -> list[str]:
+        """For summary.md: the cut prompts, per task (none when nothing is cut)."""
+        if not self.cuts:
+            return []
+        per_task = ", ".join(
+            f"{task} {c.prompts:,} (up to {c.most_cut:,} tokens)" for task, c in sorted(self.cuts.items())
+        )
+        return [
+            f"**Truncated prompts** (--allow-truncation): {self.sentence()}; the numbers of these tasks "
+            f"come from prompts that lost their beginning. Per task: {per_task}."
+        ]
+
+
+def context_length(config: Any, tokenizer: Any, max_length: int | None = None) -> tuple[int, str]:
+    """The model's context in tokens as lm-eval's HF backend determines it, and where it comes from."""
+    if max_length:
+        return int(max_length), "the max_length model argument"
+    inner = getattr(config, "text_config", None) or config
+    for name in CONTEXT_ATTRIBUTES:
+        if getattr(inner, name, None) is not None:
+            return int(getattr(inner, name)), f"config.json {name}"
+    model_max = getattr(tokenizer, "model_max_length", None)
+    if model_max is not None and model_max < TOKENIZER_INFINITY:
+        return int(model_max), "the tokenizer's model_max_length"
+    return DEFAULT_MAX_LENGTH, "lm-eval's default (the config names none)"
+
+
+def _needed(context: Sequence[int], continuation: Sequence[int], max_gen_toks: int | None, scored: bool) -> int:
+    """Tokens a request needs within the context (see the module docstring)."""
+    if scored:
+        return len(context) + len(continuation) - 1
+    return len(context) + (max_gen_toks or DEFAULT_MAX_GEN_TOKS)
+
+
+def _may_not_fit(request: Any, limit: int) -> bool:
+    """Whether a request's text is long enough that it might not fit (tokens <= UTF-8 bytes)."""
+    text = request.context + (request.continuation or "")
+    extra = 0 if request.continuation is not None else request.max_gen_toks or DEFAULT_MAX_GEN_TOKS
+    return len(text.encode()) + SPECIAL_TOKENS_SLACK + extra > limit
+
+
+def find_cuts(tasks: Sequence[TaskRequests], lm: Any, limit: int) -> dict[str, TaskCuts]:
+    """Per task, its distinct prompts with a request that needs more than `limit` tokens."""
+    candidates = []
+    for task in tasks:
+        distinct = list(dict.fromkeys(r for r in task.requests if _may_not_fit(r, limit)))
+        if distinct:
+            candidates.append(replace(task, requests=distinct))
+    from transformers.utils import logging as transformers_logging
+
+    level = transformers_logging.get_verbosity()
+    transformers_logging.set_verbosity_error()  # its "longer than the maximum" warning: said below, in words
+    try:
+        encoded_tasks = encode(candidates, lm)
+    finally:
+        transformers_logging.set_verbosity(level)
+    cuts: dict[str, TaskCuts] = {}
+    for name, encoded in encoded_tasks.items():
+        needs: dict[str, int] = {}  # prompt -> the most tokens one of its requests needs
+        for e in encoded:
+            needed = _needed(e.context, e.continuation, e.request.max_gen_toks, e.request.continuation is not None)
+            if needed > limit:
+                needs[e.request.context] = max(needs.get(e.request.context, 0), needed)
+        if needs:
+            longest = max(needs.values())
+            cuts[name] = TaskCuts(len(needs), longest, longest - limit, sum(n - limit for n in needs.values()))
+    return cuts
+
+
+def too_long(fit: Fit, model: str) -> ValueError:
+    """The error for prompts that do not fit: the worst task, its longest prompt, the limit, the fixes."""
+    worst, c = max(fit.cuts.items(), key=lambda item: item[1].longest)
+    others = f" (and {len(fit.cuts) - 1} other task(s))" if len(fit.cuts) > 1 else ""
+    return ValueError(
+        f"{worst}{others}: {c.prompts:,} prompt(s) do not fit the model's context: the longest needs "
+        f"{c.longest:,} tokens, {model} takes {fit.limit:,} ({fit.source}); lm-eval would cut them from the left "
+        "and score other prompts. Use a model with a longer context, or --allow-truncation to run them cut "
+        "(the run line and summary.md then count them)"
+    )
+
+
+def load_for_context(source: str, server: bool) -> tuple[Any, Any]:
+    """The tokenizer and config (None where there is none) of a model folder or hub id; no weights."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(source)
+    except Exception as err:  # a tokenizer transformers cannot read
+        raise ValueError(f"{source}: cannot load its tokenizer ({str(err).splitlines()[0][:200]})") from None
+    try:
+        config = AutoConfig.from_pretrained(source)
+    except Exception as err:
+        if not server:  # an hf model without a config that loads cannot run at all
+            raise ValueError(f"{source}: cannot read its config.json ({str(err).splitlines()[0][:200]})") from None
+        config = None  # a tokenizer folder of a served model
+    return tokenizer, config
+
+
+def check_context(
+    args: argparse.Namespace, tasks: list[TaskRequests], source: str | None, metadata: dict[str, Any]
+) -> Fit:
+    """The run's prompts against the model's context (see the module docstring): an error when one
+    does not fit, unless `args.allow_truncation`; returns what is cut."""
+    server = args.backend == "server"
+    if not source:
+        return Fit()
+    from biasmonkey.harness_ext.app.plan import _tokenizer_lm
+
+    tokenizer, config = load_for_context(source, server)
+    if server and config is None and getattr(tokenizer, "model_max_length", TOKENIZER_INFINITY) >= TOKENIZER_INFINITY:
+        return Fit()  # the served model's context is unknown here: the server judges
+    limit, where = context_length(config, tokenizer)
+    lm = _tokenizer_lm(tokenizer)
+    if args.apply_chat_template:  # the prompts as lm-eval will send them, template included
+        from biasmonkey.harness_ext.app.plan import task_spec
+
+        tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit, lm.apply_chat_template)
+    fit = Fit(limit, where, find_cuts(tasks, lm, limit))
+    label = Path(source).name if Path(source).exists() else source
+    if fit.cuts and not getattr(args, "allow_truncation", False):
+        raise too_long(fit, label)
+    if fit.cuts:
+        log.warning("%s", fit.sentence())
+    return fit
