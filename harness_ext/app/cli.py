@@ -169,7 +169,9 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="`biasmonkey COMMAND --help` describes a command's options; docs/cli.md has an example of each.",
     )
     parser.add_argument("--version", action=VersionAction, help="print the versions of biasmonkey, lm-eval and Inspect")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True, help=argparse.SUPPRESS)
+    sub = parser.add_subparsers(
+        dest="command", metavar="COMMAND", required=True, help=argparse.SUPPRESS, prog="biasmonkey"
+    )
 
     p = sub.add_parser("tasks-dir", help="print the folder of biasmonkey's lm-eval tasks, for lm_eval --include_path")
     p.set_defaults(func=cmd_tasks_dir)

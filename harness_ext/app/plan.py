@@ -548,7 +548,8 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
 def add_subcommand(subparsers: Any) -> None:
     """Register `plan` on the `biasmonkey` CLI's subparsers."""
     p = subparsers.add_parser(
-        "plan", help="requests, distinct prompts, model sequences and prompt tokens per task and backend (no model)"
+        "plan",
+        help="what a run will cost before it starts: requests, distinct prompts and prompt tokens per task and backend",
     )
     add_selection_arguments(p)
     p.add_argument("--model", help="model folder or hub id whose tokenizer counts tokens (default: bundled SmolLM2)")

@@ -119,9 +119,25 @@ def compare_dirs(
     for task in common:
         base = [b[task][u] for b in biases[0::2] for u in sorted(b[task])]
         instruct = [i[task][u] for i in biases[1::2] for u in sorted(i[task])]
-        effect = instruction_tuning_effect(base, instruct)
-        rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), **effect.as_dict()})
+        defined = [(b, i) for b, i in zip(base, instruct) if math.isfinite(b) and math.isfinite(i)]
+        dropped = len(base) - len(defined)
+        if not defined:
+            rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), "n": 0, "undefined_units": dropped})
+            continue
+        effect = instruction_tuning_effect(*zip(*defined))
+        rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), **effect.as_dict(), "undefined_units": dropped})
     return rows, sorted(all_tasks - set(common))
+
+
+def undefined_note(rows: Sequence[dict[str, Any]], correction: str) -> str | None:
+    """The line that says which units had no bias (e.g. too few items for the correction) and were left out."""
+    left = [f"{r['task']} ({r['undefined_units']})" for r in rows if r.get("undefined_units")]
+    if not left:
+        return None
+    return (
+        f"biasmonkey: units without a finite {correction} bias (too few items for the correction, or no answers), "
+        f"left out of the comparison: {', '.join(left)}"
+    )
 
 
 def _fmt(x: float) -> str:
@@ -135,6 +151,8 @@ def cmd_yesno_compare(args: argparse.Namespace) -> int:
         print(f"biasmonkey: tasks not in every folder, left out: {', '.join(skipped)}", file=sys.stderr)
     if not rows:
         raise ValueError("no yes-no task is present in every folder")
+    if note := undefined_note(rows, args.correction):
+        print(note, file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0
@@ -146,9 +164,10 @@ def cmd_yesno_compare(args: argparse.Namespace) -> int:
     )
     print(f"{'task':<48}{'units':>6}{'|b| base':>10}{'|b| inst':>10}{'mean diff':>11}{'d':>8}{'p':>8}")
     for r in rows:
+        values = [_fmt(r.get(k, math.nan)) for k in ("mean_abs_base", "mean_abs_instruct", "mean_difference")]
         print(
-            f"{r['task']:<48}{r['n']:>6}{_fmt(r['mean_abs_base']):>10}{_fmt(r['mean_abs_instruct']):>10}"
-            f"{_fmt(r['mean_difference']):>11}{_fmt(r['cohens_d']):>8}{_fmt(r['p_value']):>8}"
+            f"{r['task']:<48}{r['n']:>6}{values[0]:>10}{values[1]:>10}{values[2]:>11}"
+            f"{_fmt(r.get('cohens_d', math.nan)):>8}{_fmt(r.get('p_value', math.nan)):>8}"
         )
     return 0
 

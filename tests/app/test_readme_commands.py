@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pytest
 
+from biasmonkey.harness_ext.app.default_model import DEFAULT_MODEL_HUB_ID, DEFAULT_MODEL_NAME
 from biasmonkey.tasks.fetch import fill_cache, pinned_files
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -159,6 +160,10 @@ def stand_ins(argv: list[str], ws: Workspace) -> list[str]:
             out[i + 1] = ws.base_url
         elif token == "--model_args":
             out[i + 1] = re.sub(r"(?<=pretrained=)[^,\s]+", lambda m: _model(m.group(0), ws, False), argv[i + 1])
+    # the default model's results folder (results/SmolLM2-135M-Instruct) is the stand-in's
+    out = [
+        t if t.endswith(DEFAULT_MODEL_HUB_ID) else t.replace(f"/{DEFAULT_MODEL_NAME}", f"/{ws.model.name}") for t in out
+    ]
     if _starts(out, DEFAULT_MODEL) and "--model" not in out and "server" not in out:
         out = _set_flag(out, "--model", str(ws.model))
     if _starts(out, LIMITED):
@@ -240,6 +245,8 @@ def test_stand_ins_replace_hub_ids_api_models_and_the_server(tmp_path: Path) -> 
     served = stand_ins(["biasmonkey", "run", "--backend", "server", "--base-url", "http://x:8000/v1"], ws)
     assert served[5] == ws.base_url and "--model" not in served
     assert stand_ins(["biasmonkey", "tasks", "list"], ws) == ["biasmonkey", "tasks", "list"]
+    # the default model's results folder is the stand-in model's
+    assert stand_ins(["biasmonkey", "summarize", "results/SmolLM2-135M-Instruct"], ws)[2] == f"results/{ws.model.name}"
     assert skip_reason(["biasmonkey", "task-files"]) and not skip_reason(["biasmonkey", "task-files", "--check"])
     assert skip_reason(["biasmonkey", "report", "r", "--push-to-hub", "o/m", "--dry-run"])
 

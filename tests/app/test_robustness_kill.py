@@ -91,6 +91,7 @@ def live_run(
 # ---------------------------------------------------------------------------- a real run
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_sigkill_of_the_run_takes_lm_eval_with_it_and_frees_the_folder(
     tiny_model: Path, data_dir: Path, tmp_path: Path
 ) -> None:
@@ -108,6 +109,7 @@ def test_sigkill_of_the_run_takes_lm_eval_with_it_and_frees_the_folder(
     assert not list(out.rglob("summary.md"))
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_a_second_run_in_a_live_runs_folder_is_refused(tiny_model: Path, data_dir: Path, tmp_path: Path) -> None:
     out = tmp_path / "out"
     with FaultServer(delay=0.5) as server:

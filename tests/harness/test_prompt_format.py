@@ -36,6 +36,7 @@ def test_the_prompt_format_of_an_inspect_model(model: str, args: dict, expected:
     assert inspect_prompt_format(model, args) == expected
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_raw_and_chat_runs_are_two_settings_and_lm_eval_names_them_alike(tiny_model: Path, tmp_path: Path) -> None:
     task = "biasmonkey/acquiescence"
     for name, args in (("raw", {"chat_template": RAW}), ("chat", {})):

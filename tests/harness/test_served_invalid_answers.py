@@ -290,6 +290,7 @@ def clean_run(tiny_model: Path, data_dir: Path, tmp_path_factory: pytest.TempPat
         yield CleanRun(out, server.answered, server)
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_a_server_answering_positive_log_probs_fails_the_run_clearly(
     tiny_model: Path, data_dir: Path, tmp_path: Path
 ) -> None:
@@ -302,6 +303,7 @@ def test_a_server_answering_positive_log_probs_fails_the_run_clearly(
     assert not list((tmp_path / "out").rglob("results_*.json"))
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_nan_is_never_cached_and_resume_gives_a_clean_runs_numbers(
     tiny_model: Path, data_dir: Path, tmp_path: Path, clean_run: CleanRun
 ) -> None:
@@ -324,6 +326,7 @@ def test_nan_is_never_cached_and_resume_gives_a_clean_runs_numbers(
     assert results(out) == results(clean_run.out)
 
 
+@pytest.mark.slow  # real `biasmonkey run`s / harness runs: after the fast tests
 def test_resume_drops_a_cached_nan_and_gives_a_clean_runs_numbers(
     tiny_model: Path, data_dir: Path, tmp_path: Path, clean_run: CleanRun
 ) -> None:

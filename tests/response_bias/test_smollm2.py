@@ -119,7 +119,9 @@ def test_the_readme_commands_give_one_number_in_both_harnesses(smollm2: Path, tm
         assert done.returncode == 0, done.stderr[-3000:]
     (lm_out,) = [o for o in scan(tmp_path / "results") if o.task == "acquiescence"]
     (inspect_out,) = scan(tmp_path / "logs")
-    assert lm_out.run == inspect_out.run  # one model, one setting (raw prompt, limit 5)
+    # one model, one prompt format; Inspect's top_logprobs (how many alternatives it asks for) is its own option
+    assert lm_out.run.model == inspect_out.run.model
+    assert dict(inspect_out.settings) == dict(lm_out.settings) | {"top_logprobs": "100"}
     assert "apply_chat_template" not in dict(inspect_out.settings)
     ours = {r.key: r for r in inspect_out.read_records()}
     theirs = lm_out.read_records()

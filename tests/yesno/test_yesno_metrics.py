@@ -438,3 +438,16 @@ def test_summarize_records_is_order_free_and_checks_them() -> None:
     other_model = score_item(_doc(99, "Yes"), [-1.0] * 4, [LN(0.5)] * 4)
     with pytest.raises(ValueError, match="different models"):
         summarize(records + [other_model])
+
+
+def test_yesno_compare_names_the_units_it_leaves_out_for_want_of_a_bias() -> None:
+    from biasmonkey.tasks.yesno.commands import undefined_note
+
+    rows = [
+        {"task": "biasmonkey_yesno_comps", "undefined_units": 0},
+        {"task": "biasmonkey_yesno_arith", "undefined_units": 2},
+    ]
+    note = undefined_note(rows, "specific")
+    assert note is not None and note.endswith("left out of the comparison: biasmonkey_yesno_arith (2)")
+    assert "finite specific bias" in note
+    assert undefined_note(rows[:1], "specific") is None
