@@ -33,7 +33,10 @@ other items than the run's: an lm-eval samples file holds each doc_id once and, 
 file, as many documents as that file's `n-samples` says (doc_ids 0…n−1 unless lm-eval's `--samples`
 picked them); an Inspect log holds each (sample, epoch) once and as many completed samples as its
 header says (`harness_ext/inspect/logs.py`). Anything else is an error naming the file, the task and
-the counts.
+the counts. Prompts `biasmonkey run --allow-truncation` cut to fit the model's context are recorded
+beside the samples (`harness_ext/truncation.py`) and read with them (`TaskOutput.truncation`), so that
+every output states them. The lm-eval check is `tasks/samples_check.py`, shared with the tasks that read an earlier
+run's samples (the cognitive two-step protocol).
 """
 
 from __future__ import annotations
@@ -46,10 +49,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.truncation import TaskCuts, truncation_of
 from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name
 from biasmonkey.tasks.families import family_of
+from biasmonkey.tasks.samples_check import SAMPLES_FILE, LoggedDoc, check_samples, read_results
 
-SAMPLES_FILE = re.compile(rf"^samples_({LM_EVAL_PREFIX}[a-z0-9_]+)_(\d{{4}}-\d\d-\d\dT[\d\-.]+)\.jsonl$")
 RESULTS_FILE = re.compile(r"^results_(\d{4}-\d\d-\d\dT[\d\-.]+)\.json$")
 INSPECT_JSON_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+')  # Inspect writes a JSON log's version first
 # Model arguments that name the model, say where and how fast it runs, or hold a key: not settings.
@@ -175,6 +179,11 @@ class TaskOutput:
     def run(self) -> Run:
         return Run(self.model, self.settings)
 
+    @property
+    def truncation(self) -> TaskCuts | None:
+        """The prompts of this output cut to fit the model's context (`biasmonkey run --allow-truncation`)."""
+        return truncation_of(self.path) if self.harness == "lm-eval" else None
+
     def read_records(self) -> list:
         """The family's records of this output; errors name the file."""
         try:
@@ -210,100 +219,9 @@ def read_jsonl_records(path: str | Path, to_record: Callable[[dict, list], Any],
                 records.append(to_record(sample["doc"], sample["filtered_resps"]))
             except (KeyError, TypeError, ValueError) as err:
                 raise ValueError(f"{path}, line {line_no}: not a biasmonkey {item} sample ({err})") from err
-            logged.append(LoggedDoc(line_no, sample.get("doc_id"), str(sample.get("filter", ""))))
+            logged.append(LoggedDoc.of(line_no, sample))
     check_samples(Path(path), logged)
     return records
-
-
-@dataclass(frozen=True)
-class LoggedDoc:
-    """Where one document stands in a samples file: its line, lm-eval's doc_id and filter."""
-
-    line: int
-    doc_id: Any  # an int in lm-eval's files; None in a hand-made file without doc ids
-    filter: str = ""
-
-
-@dataclass(frozen=True)
-class RunCount:
-    """How many documents of one task an lm-eval run said it wrote (its results file's n-samples)."""
-
-    results: Path
-    effective: int  # after --limit or a --samples selection
-    ids: frozenset[int] | None  # the doc_ids 0…effective−1; None after a --samples selection (any ids)
-
-
-REWRITTEN = "the file was changed after the run (a line repeated, lost or edited): rerun the task"
-
-
-def check_samples(path: Path, logged: list[LoggedDoc]) -> None:
-    """The documents of a samples file against what its run said it wrote: each doc_id once per filter
-    and, where the results file written with it (same stamp) is beside it, its count and doc_ids."""
-    m = SAMPLES_FILE.match(path.name)
-    task = m.group(1) if m else "its task"
-    count = run_count(path.parent / f"results_{m.group(2)}.json", task) if m else None
-    for filter_key in sorted({doc.filter for doc in logged}):
-        docs = [doc for doc in logged if doc.filter == filter_key]
-        problems = _id_problems(docs, count.ids if count else None)
-        if count is not None and len(docs) != count.effective:
-            detail = f": {'; '.join(problems)}" if problems else ""
-            raise ValueError(
-                f"{path}: {len(docs)} samples for {task} but its results file {count.results.name} says "
-                f"{count.effective}{detail}; {REWRITTEN}, or restore the samples file written with it"
-            )
-        if problems:
-            said = f"as its results file {count.results.name} says, " if count else ""
-            raise ValueError(
-                f"{path}: {len(docs)} samples for {task} {said}but {'; '.join(problems)}; lm-eval writes each "
-                f"document once: {REWRITTEN}, or restore the samples file as lm-eval wrote it"
-            )
-
-
-def run_count(results_path: Path, task: str) -> RunCount | None:
-    """What the results file of a run says it wrote of `task` (None: no such file, or no n-samples in it)."""
-    if not results_path.is_file():
-        return None
-    results = _read_results(results_path)
-    n = ((results.get("n-samples") or {}).get(task)) or {}
-    effective, original = n.get("effective"), n.get("original")
-    if not isinstance(effective, int) or not isinstance(original, int):
-        return None  # an older lm-eval, or a hand-made file
-    # --limit takes the first documents, and no selection takes them all; --samples picks any (unrecorded)
-    limited = (results.get("config") or {}).get("limit") is not None
-    ids = frozenset(range(effective)) if limited or effective == original else None
-    return RunCount(results_path, effective, ids)
-
-
-def _id_problems(docs: list[LoggedDoc], expected: frozenset[int] | None) -> list[str]:
-    """What is wrong with the doc_ids of one filter's samples, e.g. ["doc_id 0 twice (lines 1, 4)"]."""
-    if any(doc.doc_id is None for doc in docs):
-        return []  # a hand-made file: nothing to check by id
-    lines: dict[Any, list[int]] = {}
-    for doc in docs:
-        lines.setdefault(doc.doc_id, []).append(doc.line)
-    repeats = [
-        f"doc_id {doc_id} {_times(len(at))} (lines {', '.join(map(str, at))})"
-        for doc_id, at in lines.items()
-        if len(at) > 1
-    ]
-    problems = repeats[:3] + ([f"… ({len(repeats)} doc_ids repeated in all)"] if len(repeats) > 3 else [])
-    if expected is not None:
-        got = set(lines)
-        if missing := sorted(expected - got):
-            problems.append(f"doc_id {_listed(missing)} missing")
-        if unexpected := sorted(got - expected, key=str):
-            problems.append(f"doc_id {_listed(unexpected)} not among the run's 0…{len(expected) - 1}")
-    return problems
-
-
-def _times(n: int) -> str:
-    return {2: "twice", 3: "three times"}.get(n, f"{n} times")
-
-
-def _listed(ids: list[Any], most: int = 5) -> str:
-    """A few ids as text: "1, 2" or "1, 2, 3, 4, 5, … (9 in all)"."""
-    shown = ", ".join(map(str, ids[:most]))
-    return shown if len(ids) <= most else f"{shown}, … ({len(ids)} in all)"
 
 
 def records_from_samples_file(path: str | Path, family: Family | None = None) -> list:
@@ -452,13 +370,6 @@ def _reported(task: str) -> Family | None:
     return None if family is None or base_task_name(task) in family.variants else family
 
 
-def _read_results(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ValueError(f"{path}: not a readable lm-eval results file ({err})") from err
-
-
 def lm_eval_outputs(root: Path) -> list[TaskOutput]:
     """Every biasmonkey samples file under an lm-eval output path, with the model and settings of
     the results file written with it (same stamp)."""
@@ -473,7 +384,7 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
         results_path = path.parent / f"results_{stamp}.json"
         if results_path.is_file():
             if results_path not in results:
-                results[results_path] = _read_results(results_path)
+                results[results_path] = read_results(results_path)
             if _intermediate(results[results_path], task, family):
                 continue  # a step whose outputs feed another run (e.g. free answers before extraction)
             model, config = _model_of_results(results[results_path], path.parent)
@@ -503,7 +414,7 @@ def _folder_model(folder: Path) -> str:
     results_files = sorted(p for p in folder.glob("results_*.json") if RESULTS_FILE.match(p.name))
     if not results_files:
         return folder.name
-    return _model_of_results(_read_results(results_files[-1]), folder)[0]
+    return _model_of_results(read_results(results_files[-1]), folder)[0]
 
 
 def _is_inspect_json(path: Path) -> bool:

@@ -211,6 +211,29 @@ class SummaryTable:
 
 
 @dataclass(frozen=True)
+class ItemMeasure:
+    """One measure on which `biasmonkey compare` pairs two runs item by item (a family's
+    `compare.item_measures` gives them from one run's records of a task).
+
+    `values`: item id -> the item's value in this run, None where it has none (e.g. no Δ: left out
+    and counted); a number, or a row of numbers that `statistic` reads. `test`: "t" (paired t-test,
+    95% CI, d_z; `wilcoxon` adds the signed-rank test), "mcnemar" (0/1 values, McNemar's test, a
+    paired bootstrap CI of the mean) or "bootstrap" (paired bootstrap CI and p of `statistic`:
+    values of shape (resamples, items, …) -> one number per resample; None: the mean).
+    `headline`: the family's bias measure (the forest plot shows it). `strata`: item id -> its
+    stratum (e.g. its subject, for a row pooling several tasks): the bootstrap then redraws the
+    items within each stratum."""
+
+    name: str
+    values: Mapping[Any, Any]
+    test: str
+    statistic: Callable[[Any], Any] | None = None
+    wilcoxon: bool = False
+    headline: bool = False
+    strata: Mapping[Any, Any] | None = None
+
+
+@dataclass(frozen=True)
 class Family(Generic[R]):
     """Everything the harness adapters, the summaries and the report need to know of a family."""
 

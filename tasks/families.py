@@ -25,7 +25,7 @@ def family_of(task: str) -> Family | None:
 
 
 def family_module(family: str, part: str) -> ModuleType | None:
-    """A family's module `tasks/<family>/<part>.py` (its `inspect_task`, `commands`, `report`), or
+    """A family's module `tasks/<family>/<part>.py` (its `inspect_task`, `commands`, `report`, `compare`), or
     None where the family has none: how the adapters and the application find a family's parts."""
     name = f"biasmonkey.tasks.{family}.{part}"
     return import_module(name) if find_spec(name) is not None else None

@@ -26,8 +26,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
 
 import torch  # noqa: E402
+from bench_floor import last_position_forward  # noqa: E402
 from lm_eval import simple_evaluate  # noqa: E402
-from lm_eval.models.huggingface import HFLM  # noqa: E402
 from lm_eval.tasks import TaskManager  # noqa: E402
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM  # noqa: E402
@@ -83,30 +83,15 @@ class Recorder(PrefixReuseHFLM):
         return [(0.0, False)] * len(requests)
 
 
-def requests_of(recorder: Recorder, suite: str, documents: int | None = None) -> list:
+def requests_of(recorder: Recorder, suite: str, documents: int | None = None, every: bool = False) -> list:
+    """lm-eval's token-level requests for `suite`: its default documents per task, at most
+    `documents`, or every document (`every`)."""
     tasks, metadata, limit = SUITES[suite]
-    limit = min(limit, documents) if documents else limit
+    limit = None if every else min(limit, documents) if documents else limit
     recorder.recorded = []
     manager = TaskManager(include_path=str(REPO / "tasks"), metadata=metadata)
     simple_evaluate(model=recorder, tasks=tasks, task_manager=manager, limit=limit)
     return recorder.recorded
-
-
-def last_position_forward(lm: HFLM, contexts: list[tuple[int, ...]], batch_size: int) -> float:
-    """Seconds for batched forwards over `contexts`, the LM head at the last position only."""
-    tok = lm.tokenizer
-    pad = tok.pad_token_id if tok.pad_token_id is not None else tok.eos_token_id
-    ordered = sorted(contexts, key=len, reverse=True)
-    start = time.perf_counter()
-    with torch.no_grad():
-        for i in range(0, len(ordered), batch_size):
-            batch = ordered[i : i + batch_size]
-            width = max(map(len, batch))
-            ids = torch.tensor([[pad] * (width - len(x)) + list(x) for x in batch], device=lm.device)
-            mask = torch.tensor([[0] * (width - len(x)) + [1] * len(x) for x in batch], device=lm.device)
-            logits = lm.model(input_ids=ids, attention_mask=mask, logits_to_keep=1).logits
-            torch.log_softmax(logits[:, -1], dim=-1)
-    return time.perf_counter() - start
 
 
 def main() -> None:

@@ -4,7 +4,10 @@ measured on the plan's own prompts, so that the plan's token counts become time 
 A few of the distinct prompts (spread over their lengths) go through the model in batches, the LM
 head at the last position only, a few rounds, the fastest kept: seconds ÷ prompt tokens. An
 estimate multiplies a backend's prompt tokens by it: padding, per-sequence overhead and generated
-tokens (sample and generate modes) are not in it."""
+tokens (sample and generate modes) are not in it.
+
+On CUDA the model runs in bfloat16 (as GPU runs do) with more prompts per batch, one warm-up round
+first, and the clock stops when the device has finished (its work is queued asynchronously)."""
 
 from __future__ import annotations
 
@@ -20,6 +23,7 @@ class Calibration:
     tokens: int  # their tokens
     rounds: int
     device: str
+    dtype: str = "float32"
 
 
 def sample_prompts(contexts: Sequence[Sequence[int]], count: int) -> list[tuple[int, ...]]:
@@ -39,21 +43,26 @@ def calibrate(
     batch_size: int = 8,
     rounds: int = 3,
 ) -> Calibration:
-    """Time the model (float32) on a sample of `contexts`; an error names the model when it cannot load."""
+    """Time the model (float32; bfloat16 on CUDA) on a sample of `contexts`; an error names the model
+    when it cannot load."""
     import torch
     from transformers import AutoModelForCausalLM
 
+    cuda = torch.device(device).type == "cuda"
+    dtype = torch.bfloat16 if cuda else torch.float32
+    if cuda:  # a GPU needs wide batches to be timed as a run uses it
+        prompts, batch_size, rounds = max(prompts, 128), max(batch_size, 32), rounds + 1
     sample = sample_prompts(contexts, prompts)
     if not sample:
         raise ValueError("--calibrate: the plan has no prompt to time")
     try:
-        lm = AutoModelForCausalLM.from_pretrained(model, dtype=torch.float32).to(device).eval()
+        lm = AutoModelForCausalLM.from_pretrained(model, dtype=dtype).to(device).eval()
     except (OSError, ValueError) as err:
         raise ValueError(f"--calibrate: cannot load the model {model!r} ({err})") from err
     pad = lm.config.pad_token_id if lm.config.pad_token_id is not None else 0
     best = float("inf")
     with torch.no_grad():
-        for _ in range(rounds):
+        for round_ in range(rounds):
             start = time.perf_counter()
             for i in range(0, len(sample), batch_size):
                 batch = sample[i : i + batch_size]
@@ -61,6 +70,9 @@ def calibrate(
                 ids = torch.tensor([list(x) + [pad] * (width - len(x)) for x in batch], device=device)
                 mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in batch], device=device)
                 lm(input_ids=ids, attention_mask=mask, logits_to_keep=1)
-            best = min(best, time.perf_counter() - start)
+            if cuda:
+                torch.cuda.synchronize(device)
+            if round_ or not cuda:  # on CUDA the first round warms up
+                best = min(best, time.perf_counter() - start)
     tokens = sum(map(len, sample))
-    return Calibration(best / tokens, len(sample), tokens, rounds, device)
+    return Calibration(best / tokens, len(sample), tokens, rounds - cuda, device, str(dtype).removeprefix("torch."))

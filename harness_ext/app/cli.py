@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.app.compare import add_subcommand as add_compare
 from biasmonkey.harness_ext.app.data_command import add_subcommand as add_data
 from biasmonkey.harness_ext.app.plan import add_subcommand as add_plan
 from biasmonkey.harness_ext.app.run import add_subcommand as add_run
@@ -95,6 +96,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         args.out,
         parse_names(args.name),
         hub_dataset=hub,
+        baseline=args.baseline,
         **family_options("report", args),
     )
     print(f"Report written to {md} and {md.with_suffix('.html')} (tables, figures and leaderboard files in {args.out})")
@@ -207,6 +209,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="show MODEL (its full or short name) as NAME (repeatable)",
     )
     p.add_argument(
+        "--baseline",
+        metavar="RUN",
+        help="where the results hold several runs (models, settings) of the same tasks: the run the comparison "
+        "section compares the others with (a run's label, its model's full or short name, or its folder; default: "
+        "the report's first run)",
+    )
+    p.add_argument(
         "--hub-dataset",
         type=hub_dataset_id,
         metavar="OWNER/NAME",
@@ -240,6 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_family_options("report", p)
     p.set_defaults(func=cmd_report)
+    add_compare(sub)
 
     p = sub.add_parser("inspect-eval-set", help="run a suite with Inspect, as the eval set of a YAML file in configs/")
     p.add_argument("config", type=Path, help="e.g. configs/inspect_response_bias.yaml")

@@ -10,8 +10,9 @@ A request fits when context + continuation minus its last token (log-likelihoods
 `max_gen_toks` (generations), is within it.
 
 A request that does not fit is an error naming the task, its longest prompt in tokens and the
-model's limit, unless `--allow-truncation`: then the run line and summary.md say how many distinct
-prompts were cut and by how much (`Fit`).
+model's limit, unless `--allow-truncation`: then the run line says how many distinct prompts were
+cut and by how much (`Fit`), and the run records it beside its results (`harness_ext/truncation.py`),
+where summary.md, the report, its tables and its exports read it.
 
 Only requests whose text is long enough to possibly not fit are tokenised (a token is at least
 one byte of UTF-8, and a few special tokens are added at most), so a model with a long context
@@ -28,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.app.plan import TaskRequests, build_requests, encode
+from biasmonkey.harness_ext.truncation import TaskCuts, cut_sentence
 
 log = logging.getLogger("biasmonkey")
 
@@ -36,17 +38,6 @@ DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM, where a task sets none
 SPECIAL_TOKENS_SLACK = 8  # BOS/EOS and the like a tokenizer may add to a text
 CONTEXT_ATTRIBUTES = ("n_positions", "max_position_embeddings", "n_ctx")  # lm-eval's order
 TOKENIZER_INFINITY = 10**20  # above this, `model_max_length` means "unset"
-
-
-@dataclass
-class TaskCuts:
-    """One task's distinct prompts that do not fit: how many, the most tokens one needs, and the
-    tokens cut (the most from one prompt, and in all)."""
-
-    prompts: int = 0
-    longest: int = 0
-    most_cut: int = 0
-    total_cut: int = 0
 
 
 @dataclass
@@ -63,30 +54,11 @@ class Fit:
 
     def sentence(self) -> str:
         """The cut prompts in words ("" when none)."""
-        if not self.cuts:
-            return ""
-        most = max(c.most_cut for c in self.cuts.values())
-        total = sum(c.total_cut for c in self.cuts.values())
-        return (
-            f"{self.cut_prompts:,} distinct prompt(s) of {len(self.cuts)} task(s) cut from the left to fit the "
-            f"model's context of {self.limit:,} tokens (by up to {most:,} tokens, {total:,} in all)"
-        )
+        return cut_sentence(self.cuts)
 
     def run_note(self) -> str:
         """For the run line: "; TRUNCATED: …" when prompts are cut."""
         return f"; TRUNCATED (--allow-truncation): {self.sentence()}" if self.cuts else ""
-
-    def summary_lines(self) -> list[str]:
-        """For summary.md: the cut prompts, per task (none when nothing is cut)."""
-        if not self.cuts:
-            return []
-        per_task = ", ".join(
-            f"{task} {c.prompts:,} (up to {c.most_cut:,} tokens)" for task, c in sorted(self.cuts.items())
-        )
-        return [
-            f"**Truncated prompts** (--allow-truncation): {self.sentence()}; the numbers of these tasks "
-            f"come from prompts that lost their beginning. Per task: {per_task}."
-        ]
 
 
 def context_length(config: Any, tokenizer: Any, max_length: int | None = None) -> tuple[int, str]:
@@ -141,7 +113,7 @@ def find_cuts(tasks: Sequence[TaskRequests], lm: Any, limit: int) -> dict[str, T
                 needs[e.request.context] = max(needs.get(e.request.context, 0), needed)
         if needs:
             longest = max(needs.values())
-            cuts[name] = TaskCuts(len(needs), longest, longest - limit, sum(n - limit for n in needs.values()))
+            cuts[name] = TaskCuts(limit, len(needs), longest, longest - limit, sum(n - limit for n in needs.values()))
     return cuts
 
 
@@ -153,7 +125,7 @@ def too_long(fit: Fit, model: str) -> ValueError:
         f"{worst}{others}: {c.prompts:,} prompt(s) do not fit the model's context: the longest needs "
         f"{c.longest:,} tokens, {model} takes {fit.limit:,} ({fit.source}); lm-eval would cut them from the left "
         "and score other prompts. Use a model with a longer context, or --allow-truncation to run them cut "
-        "(the run line and summary.md then count them)"
+        "(the run line, the summary and the report then count them)"
     )
 
 

@@ -503,6 +503,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if calibration is not None:
         print(
             f"Calibration: {calibration.seconds_per_token * 1e3:.3f} ms per prompt token on {calibration.device} "
+            f"({calibration.dtype}) "
             f"({calibration.prompts} of the prompts, {calibration.tokens} tokens, fastest of {calibration.rounds}); "
             "estimated time of all tasks (prompt tokens only): "
             + ", ".join(f"{BACKEND_LABELS.get(b, b)} {_duration(t)}" for b, t in estimates.items())

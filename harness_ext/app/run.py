@@ -65,7 +65,8 @@ from biasmonkey.harness_ext.app.run_checks import (
     warn_unused_options,
 )
 from biasmonkey.harness_ext.app.run_lock import OutputLock, output_lock
-from biasmonkey.harness_ext.lm_eval.parent_watch import PARENT_ENV
+from biasmonkey.harness_ext.lm_eval.parent_watch import PARENT_ENV, start_group_watch
+from biasmonkey.harness_ext.truncation import record_truncation
 from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.options import cli_metadata
 
@@ -326,12 +327,18 @@ def engine_lines(base_url: str, before: dict[str, float] | None, after: dict[str
 def run_lm_eval_child(cmd: list[str], env: dict[str, str], lock: OutputLock | None = None) -> int:
     """Run lm-eval in its own process group. SIGINT and SIGTERM stop it and everything it started:
     the signal is passed on, and after a grace period the group is killed. A SIGKILL of this process
-    kills lm-eval too (the launcher's `parent_watch`, told this pid). lm-eval inherits the output
-    folder's `lock`, which so stays held while it lives. Returns lm-eval's exit status, or 128 + the
-    signal's number when this process was stopped (130 SIGINT, 143 SIGTERM)."""
+    kills lm-eval and everything it started too (`parent_watch`: the launcher, told this pid, dies
+    with it, and the group's watchdog kills the group). lm-eval inherits the output folder's `lock`,
+    which so stays held while it lives. Returns lm-eval's exit status, or 128 + the signal's number
+    when this process was stopped (130 SIGINT, 143 SIGTERM)."""
     env = dict(env, **{PARENT_ENV: str(os.getpid())})
     keep = (lock.fd,) if lock else ()
     proc = subprocess.Popen(cmd, env=env, start_new_session=True, pass_fds=keep)
+    try:
+        watchdog = start_group_watch(proc.pid)
+    except OSError:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise
     if lock:
         lock.note_child(proc.pid)
     received: list[int] = []
@@ -355,6 +362,9 @@ def run_lm_eval_child(cmd: list[str], env: dict[str, str], lock: OutputLock | No
             signal.signal(sig, handler)
         with contextlib.suppress(ProcessLookupError):  # anything lm-eval started and left behind
             os.killpg(proc.pid, signal.SIGKILL)
+        assert watchdog.stdin is not None
+        watchdog.stdin.close()  # its end: it finds the group gone
+        watchdog.wait()
     return 128 + received[0] if received else code
 
 
@@ -409,11 +419,14 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         env.setdefault("HF_HUB_OFFLINE", "1")
         env.setdefault("HF_DATASETS_OFFLINE", "1")
     steps = lm_eval_steps(args, tasks, time.strftime("%Y%m%dT%H%M%S"))
+    earlier = set(args.output.rglob("samples_*.jsonl"))  # the run's own are those written after this
     counters = prefix_cache_counters(args) if args.backend == "server" else None
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:
             print(f"biasmonkey run: lm-eval run {number} of {len(steps)}: {step.tasks} -> {step.output}", flush=True)
         code = run_lm_eval_child(lm_eval_command(args, model_path, step, metadata), env, lock)
+        # The cut prompts stay beside the results (those of a failed step too), for every later reader.
+        record_truncation(set(args.output.rglob("samples_*.jsonl")) - earlier, fit.cuts)
         if code != 0:
             stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
             print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
@@ -422,7 +435,7 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
             return code
     if latest_outputs(args.output):
         engine = engine_lines(args.base_url, counters, prefix_cache_counters(args)) if args.backend == "server" else []
-        md, csv_path = write_summary(args.output, engine=engine, notes=fit.summary_lines())
+        md, csv_path = write_summary(args.output, engine=engine)
         print(md.read_text())
         print(f"Summary written to {md} and {csv_path}")
     report = write_report([args.output], args.output / "report")

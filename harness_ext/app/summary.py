@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name
+from biasmonkey.harness_ext.truncation import TaskCuts, summary_lines
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 from biasmonkey.tasks.contract import Family, SummaryTable, lm_eval_task_name, reported
 from biasmonkey.tasks.families import FAMILIES
@@ -92,14 +93,24 @@ def family_table(family: Family, outputs: Sequence[TaskOutput], **options: Any) 
 def summary_tables(output_dir: Path, model: str | None = None, **options: Any) -> dict[Run, dict[str, SummaryTable]]:
     """Per run (model and settings), each family's table, in the registry's order; `options` are
     the families' summary options (e.g. `uncertainty_side`)."""
+    return tables_of(runs_in(output_dir, model), **options)
+
+
+def tables_of(runs: Mapping[Run, Sequence[TaskOutput]], **options: Any) -> dict[Run, dict[str, SummaryTable]]:
+    """Each run's family tables (`summary_tables`)."""
     tables: dict[Run, dict[str, SummaryTable]] = {}
-    for run, outputs in runs_in(output_dir, model).items():
+    for run, outputs in runs.items():
         tables[run] = {
             name: family_table(family, mine, **options)
             for name, family in FAMILIES.items()
             if (mine := [o for o in outputs if o.family is family])
         }
     return tables
+
+
+def truncated(outputs: Sequence[TaskOutput]) -> dict[str, TaskCuts]:
+    """The prompts cut to fit the model's context, per task (lm-eval name) of a run's outputs."""
+    return {lm_eval_task_name(out.task): cuts for out in outputs if (cuts := out.truncation)}
 
 
 def format_value(value: Any) -> str:
@@ -126,21 +137,21 @@ def to_markdown(
     tables: Mapping[Run, Mapping[str, SummaryTable]],
     labels: Mapping[Run, str],
     engine: Sequence[str] = (),
-    notes: Sequence[str] = (),
+    notes: Mapping[Run, Sequence[str]] | None = None,
 ) -> str:
     """The summary: one run's tables under its title, or one section per run; then `engine`, lines
     about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate).
-    `notes`: lines under the title that qualify every number (the run's truncated prompts)."""
+    `notes`: per run, lines under its title that qualify every number of it (its truncated prompts)."""
     if len(tables) == 1:
         ((run, families),) = tables.items()
         lines, level = [f"# Summary: {labels[run]}"], "##"
     else:
         lines, level = [f"# Summary: {len(tables)} runs (models and settings), each in its own tables"], "###"
-    for note in notes:
-        lines += ["", note]
     for run, families in tables.items():
         if level == "###":
             lines += ["", f"## {labels[run]}"]
+        for note in (notes or {}).get(run, ()):
+            lines += ["", note]
         for name, table in families.items():
             lines += ["", f"{level} {FAMILIES[name].title}", "", *table_lines(table)]
     if engine:
@@ -153,15 +164,19 @@ def write_summary(
     out_dir: Path | None = None,
     model: str | None = None,
     engine: Sequence[str] = (),
-    notes: Sequence[str] = (),
     **options: Any,
 ) -> tuple[Path, Path]:
     """Write summary.md and summary.csv for an lm-eval output or Inspect log folder (into out_dir or
     the folder). Every run (model and settings) gets its own tables, titled with its model and
-    settings, and its own rows in the CSV (the last columns `model`, `settings` and `family`); `model` keeps
-    one model's runs (`runs_in`); `engine`: lines closing summary.md about the served engine of the
-    `biasmonkey run` that writes it (`run.engine_lines`); `options` are the families' summary options."""
-    tables = summary_tables(output_dir, model, **options)
+    settings, and its own rows in the CSV (the last columns `model`, `settings` and `family`, then
+    `truncated_prompts` where prompts were cut: below); `model` keeps one model's runs (`runs_in`);
+    `engine`: lines closing summary.md about the served engine of the `biasmonkey run` that writes it
+    (`run.engine_lines`); `options` are the families' summary options.
+    A run whose prompts were cut to fit the model's context (`biasmonkey run --allow-truncation`, as
+    recorded beside its results) says so under its title and in the CSV's `truncated_prompts` column
+    (the run's cut prompts, on each of its rows)."""
+    runs = runs_in(output_dir, model)
+    tables = tables_of(runs, **options)
     if not tables:
         raise ValueError(
             f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
@@ -172,9 +187,11 @@ def write_summary(
     labels = {run: run.label for run in tables}
     if len(set(labels.values())) < len(labels):  # two models with one short name: their full names
         labels = {run: str(run) for run in tables}
-    write_text(md, to_markdown(tables, labels, engine, notes))
+    cuts = {run: truncated(outputs) for run, outputs in runs.items()}
+    write_text(md, to_markdown(tables, labels, engine, {run: summary_lines(cuts[run]) for run in tables}))
     rows = [
         {**row, "model": run.model, "settings": describe(run.settings), "family": name}
+        | ({"truncated_prompts": sum(c.prompts for c in cuts[run].values())} if cuts[run] else {})
         for run, families in tables.items()
         for name, table in families.items()
         for row in table.rows

@@ -8,6 +8,7 @@ from pathlib import Path
 from inspect_ai.log import EvalLog, read_eval_log
 
 from biasmonkey.tasks.contract import LoggedScore
+from biasmonkey.tasks.samples_check import times
 
 
 def read_finished_log(path: str | Path) -> EvalLog:
@@ -30,7 +31,7 @@ def check_samples(path: str | Path, log: EvalLog) -> None:
     samples without error as the header's results say completed."""
     samples = log.samples or []
     seen = Counter((s.id, s.epoch) for s in samples)
-    repeats = [f"sample {sid!r} epoch {epoch} {_times(n)}" for (sid, epoch), n in seen.items() if n > 1]
+    repeats = [f"sample {sid!r} epoch {epoch} {times(n)}" for (sid, epoch), n in seen.items() if n > 1]
     completed = sum(1 for s in samples if s.error is None)
     said = log.results.completed_samples if log.results else completed
     if completed != said or repeats:
@@ -40,10 +41,6 @@ def check_samples(path: str | Path, log: EvalLog) -> None:
             f"{path}: {completed} completed samples for {log.eval.task} but its header says {said} "
             f"(of {total} in all){detail}; {CHANGED}"
         )
-
-
-def _times(n: int) -> str:
-    return "twice" if n == 2 else f"{n} times"
 
 
 def _check_reduced(path: str | Path, log: EvalLog, scorer: str, reduced: list) -> None:

@@ -26,6 +26,7 @@ from typing import Any
 
 from biasmonkey.tasks.cognitive.data import DataError
 from biasmonkey.tasks.contract import lm_eval_task_name
+from biasmonkey.tasks.samples_check import LoggedDoc, check_samples
 
 log = logging.getLogger(__name__)
 
@@ -66,8 +67,10 @@ def step_one_file(path: str | Path, bias: str) -> Path:
 
 
 def read_step_one(path: Path) -> dict[str, tuple[dict[str, Any], tuple[str, str]]]:
-    """{test id: (its logged step-one document, (control, treatment) free answers)}."""
-    out = {}
+    """{test id: (its logged step-one document, (control, treatment) free answers)}; the file is
+    checked against what step one said it wrote (`samples_check.check_samples`: each doc_id once,
+    and the count and doc_ids of the results file beside it)."""
+    out, logged = {}, []
     with path.open() as f:
         for number, line in enumerate(f, start=1):
             if not line.strip():
@@ -80,6 +83,11 @@ def read_step_one(path: Path) -> dict[str, tuple[dict[str, Any], tuple[str, str]
             if doc.get(STEP) != DECIDE or len(answers) != 2 or not all(isinstance(a, str) for a in answers):
                 raise DataError(f"{path}, line {number}: not a step-one sample (two free answers)")
             out[doc["id"]] = (doc, (answers[0], answers[1]))
+            logged.append(LoggedDoc.of(number, sample))
+    try:
+        check_samples(path, logged)
+    except ValueError as err:
+        raise DataError(f"option decisions (step one of the two-step protocol): {err}") from None
     return out
 
 

@@ -20,18 +20,16 @@ import argparse
 import json
 import math
 import sys
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.app.compare_pairs import common_rows, coverage_problems, pair_effects
 from biasmonkey.harness_ext.logs import TaskOutput, newest, one_run, scan
-from biasmonkey.metrics.yesno import instruction_tuning_effect
-from biasmonkey.tasks.contract import base_task_name, lm_eval_task_name
-from biasmonkey.tasks.families import YESNO
-from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
+from biasmonkey.tasks.contract import lm_eval_task_name
+from biasmonkey.tasks.yesno.compare import CORRECTIONS, unit_biases
+from biasmonkey.tasks.yesno.scoring import ItemRecord
 
-CORRECTIONS = {"base": "bias", "generic": "bias_generic", "specific": "bias_specific"}
 UNITS = ("domain", "task")
 
 
@@ -53,80 +51,39 @@ def yesno_records(output_dir: Path) -> dict[str, list[ItemRecord]]:
     return {task: out.read_records() for task, out in sorted(outputs.items())}
 
 
-def _bias(records: Sequence[ItemRecord], correction: str) -> float:
-    return float(getattr(summarize(records), CORRECTIONS[correction]))
-
-
-def unit_biases(
-    records: Mapping[str, Sequence[ItemRecord]], correction: str = "base", unit: str = "domain"
-) -> dict[str, dict[str, float]]:
-    """{row: {unit: bias}} of one run's yes-no tasks ({task: records}). unit "task": every task is
-    its own row and unit; unit "domain": the EWoK tasks' units are their domains, the per-domain
-    tasks are left out (their items are the EWoK task's), every other set is one unit."""
-    rows: dict[str, dict[str, float]] = {}
-    for task, items in sorted(records.items()):
-        if unit == "task" or items[0].dataset != "ewok":
-            rows[task] = {task: _bias(items, correction)}
-        elif not YESNO.tasks.get(base_task_name(task), {}).get("domain"):
-            # (a per-domain task is skipped: its name says so; a --limit run may hold one domain only)
-            by_domain: dict[str, list[ItemRecord]] = defaultdict(list)
-            for r in items:
-                by_domain[str(r.domain)].append(r)
-            rows[task] = {domain: _bias(group, correction) for domain, group in sorted(by_domain.items())}
-    return rows
-
-
-def _few(ids: set[str], n: int = 3) -> str:
-    shown = sorted(ids)[:n]
-    return ", ".join(shown) + (", …" if len(ids) > n else "")
-
-
 def item_differences(
     pair: tuple[Path, Path], records: tuple[Mapping[str, Sequence[ItemRecord]], ...], tasks: Iterable[str]
 ) -> list[str]:
     """Per task where the base and instruct runs (`records`, of the folders in `pair`) differ: how
     many of the other's items each lacks, and which (a few ids)."""
-    problems = []
-    for task in tasks:
-        sides = [(folder, {r.id for r in run[task]}) for folder, run in zip(pair, records)]
-        for (folder, own), (other, theirs) in (sides[::-1], sides):
-            if missing := theirs - own:
-                problems.append(
-                    f"{task}: {folder} lacks {len(missing)} of the {len(theirs)} items of {other} ({_few(missing)})"
-                )
-    return problems
+    return [
+        problem
+        for task in tasks
+        for problem in coverage_problems(
+            task, [(folder, {r.id for r in run[task]}) for folder, run in zip(pair, records)]
+        )
+    ]
 
 
 def compare_dirs(
     pairs: Sequence[tuple[Path, Path]], correction: str = "base", unit: str = "domain"
 ) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per task found in every folder, and the tasks left out because some folder lacks them.
-    Every folder must hold one run, and a pair's two runs the same items of each compared task."""
+    Every folder must hold one run, and a pair's two runs the same items of each compared task
+    (the rows: `harness_ext.app.compare_pairs.pair_effects`, as `biasmonkey compare --pairs` computes them)."""
     if not pairs:
         raise ValueError("give at least one --pair BASE_DIR INSTRUCT_DIR")
     if unit not in UNITS:
         raise ValueError(f"--unit {unit!r} is invalid; use one of {', '.join(UNITS)}")
     records = [tuple(yesno_records(folder) for folder in pair) for pair in pairs]
-    biases = [unit_biases(r, correction, unit) for pair in records for r in pair]
-    all_tasks = set().union(*biases)
-    common = sorted(set.intersection(*(set(b) for b in biases)))
+    biases = [tuple(unit_biases(r, correction, unit) for r in pair) for pair in records]
+    common = common_rows(b for pair in biases for b in pair)
     if problems := [p for pair, recs in zip(pairs, records) for p in item_differences(pair, recs, common)]:
         raise ValueError(
             "the base and instruct runs do not cover the same items, so their biases cannot be compared (run both "
             "models on the same items: the same --limit and data):\n  " + "\n  ".join(problems)
         )
-    rows = []
-    for task in common:
-        base = [b[task][u] for b in biases[0::2] for u in sorted(b[task])]
-        instruct = [i[task][u] for i in biases[1::2] for u in sorted(i[task])]
-        defined = [(b, i) for b, i in zip(base, instruct) if math.isfinite(b) and math.isfinite(i)]
-        dropped = len(base) - len(defined)
-        if not defined:
-            rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), "n": 0, "undefined_units": dropped})
-            continue
-        effect = instruction_tuning_effect(*zip(*defined))
-        rows.append({"task": task, "unit": unit, "n_pairs": len(pairs), **effect.as_dict(), "undefined_units": dropped})
-    return rows, sorted(all_tasks - set(common))
+    return pair_effects(biases, unit)
 
 
 def undefined_note(rows: Sequence[dict[str, Any]], correction: str) -> str | None:

@@ -206,6 +206,7 @@ def test_calibration_turns_prompt_tokens_into_time(tiny_model: Path, data_dir: P
     calibration, total = out["calibration"], out["rows"][-1]
     assert calibration["seconds_per_token"] > 0 and calibration["prompts"] == 4  # all four distinct prompts
     assert calibration["tokens"] == total["prompt_tokens"] and calibration["rounds"] == 3
+    assert calibration["dtype"] == "float32" and calibration["device"] == "cpu"
     for backend, seconds in out["estimated_seconds"].items():
         tokens = total["backends"][backend]["prompt_tokens"]
         assert seconds == pytest.approx(tokens * calibration["seconds_per_token"])

@@ -147,6 +147,8 @@ def test_report_files(report: Path) -> None:
         "cognitive",
         "all_tests",
         "inputs",
+        "comparison",  # two models of the same tasks: each compared with the first
+        "comparison_runs",
     ):
         assert (report / "tables" / f"{name}.csv").is_file() and (report / "tables" / f"{name}.json").is_file()
     figures = (
@@ -158,12 +160,20 @@ def test_report_files(report: Path) -> None:
         "topics",
         "yesno",
         "cognitive_heatmap",
+        "comparison_forest",
     )
     for name in figures:
         assert (report / "figures" / f"{name}.png").read_bytes()[:4] == b"\x89PNG"
     assert not (report / "figures" / "cognitive_dendrogram.png").exists()  # one model with cognitive results
     md = (report / "report.md").read_text()
-    for title in ("Survey response biases", "Yes-no bias", "Cognitive biases", "Multiple comparisons", "no dendrogram"):
+    for title in (
+        "Survey response biases",
+        "Yes-no bias",
+        "Cognitive biases",
+        "Multiple comparisons",
+        "Comparison of runs",
+        "no dendrogram",
+    ):
         assert title in md
     # the summary opens the report and the inputs close it
     sections = [part.split("\n", 1)[0] for part in md.split("\n## ")[1:]]

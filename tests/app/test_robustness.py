@@ -212,7 +212,7 @@ def test_hanging_server_fails_within_the_bound(tiny_model: Path, data_dir: Path,
     assert proc.returncode != 0 and server.url in proc.stderr
     assert "Traceback" not in proc.stderr[-1500:]
     assert len(server.posts) == 2  # the request and one retry
-    assert elapsed < 60  # start-up + 2 s × 2 attempts + backoff
+    assert elapsed < 90  # start-up (up to a minute on 2 loaded cores) + 2 s × 2 attempts + backoff
 
 
 @pytest.mark.parametrize(

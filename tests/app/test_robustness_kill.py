@@ -1,7 +1,8 @@
 """No orphan after any kill, one run per output folder.
 
-A SIGKILL of `biasmonkey run` (nothing of it runs afterwards) still takes its lm-eval child with it
-(`harness_ext/lm_eval/parent_watch.py`: prctl PR_SET_PDEATHSIG on Linux, a watching thread elsewhere),
+A SIGKILL of `biasmonkey run` (nothing of it runs afterwards) still takes its lm-eval child with it,
+and whatever that child started (`harness_ext/lm_eval/parent_watch.py`: prctl PR_SET_PDEATHSIG on
+Linux, a watching thread elsewhere, and a watchdog of the child's process group),
 and a second run in an output folder that a live run is writing is refused, naming the folder and
 the live run's pid; once that run is dead its lock is free (`harness_ext/app/run_lock.py`).
 """
@@ -178,6 +179,74 @@ def test_the_launcher_dies_with_its_parent(how: str) -> None:
     finally:
         parent.kill()
         parent.communicate(timeout=10)
+
+
+# Launchers under `run_lm_eval_child` (the run's own machinery): one that starts a grandchild, as
+# lm-eval starts a local server or dataloader workers, and one that ends at once.
+LAUNCHER = textwrap.dedent(
+    """
+    import subprocess, sys, time
+    from biasmonkey.harness_ext.lm_eval import parent_watch
+    if sys.argv[1] == "thread":  # the launcher's own watch as on a platform without prctl
+        parent_watch._set_parent_death_signal = lambda sig: False
+        parent_watch.POLL_SECONDS = 0.1
+    parent_watch.die_with_parent()
+    grandchild = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+    print(grandchild.pid, flush=True)
+    time.sleep(120)
+    """
+)
+RUN = textwrap.dedent(
+    """
+    import os, sys
+    from pathlib import Path
+    from biasmonkey.harness_ext.app.run import run_lm_eval_child
+    code = run_lm_eval_child([sys.executable, "-c", sys.argv[1], *sys.argv[2:]], dict(os.environ), None)
+    children = [p.parent.name for p in Path("/proc").glob("[0-9]*/stat")
+                if p.read_text().rsplit(")", 1)[1].split()[1] == str(os.getpid())]
+    print("ended", code, *children, flush=True)
+    """
+)
+
+
+def group_of(pid: int) -> set[int]:
+    """The live processes of the process group `pid`."""
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pid and fields[0] != "Z":
+            found.add(int(stat.parent.name))
+    return found
+
+
+@pytest.mark.parametrize("how", ["prctl", "thread"])
+def test_what_lm_eval_started_dies_with_the_run(how: str) -> None:
+    """A SIGKILL of `biasmonkey run` (here of its `run_lm_eval_child`) takes lm-eval's own children
+    with it: the launcher leads a process group of its own, and the run's group watchdog kills it."""
+    run = subprocess.Popen([sys.executable, "-c", RUN, LAUNCHER, how], stdout=subprocess.PIPE, text=True)
+    try:
+        grandchild = int(run.stdout.readline())
+        launcher = os.getpgid(grandchild)
+        assert launcher != os.getpgrp() and os.getsid(grandchild) == launcher  # a session of its own
+        group = group_of(launcher)
+        assert {launcher, grandchild} <= group, group
+        run.kill()
+        run.wait(timeout=10)
+        assert not wait_gone(group, 10), f"lm-eval's processes outlived the SIGKILL of the run ({how})"
+    finally:
+        run.kill()
+        run.communicate(timeout=10)
+
+
+def test_the_group_watchdog_is_reaped_when_lm_eval_ends() -> None:
+    """lm-eval ending by itself: the run returns its status and has no child left (the watchdog reaped)."""
+    launcher = "import sys; from biasmonkey.harness_ext.lm_eval import parent_watch; parent_watch.die_with_parent(); sys.exit(3)"
+    proc = subprocess.run([sys.executable, "-c", RUN, launcher], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["ended", "3"]
 
 
 def test_a_launcher_whose_parent_is_already_gone_stops_at_once() -> None:

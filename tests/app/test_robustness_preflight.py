@@ -5,11 +5,13 @@ loads (lm-eval never starts): a config.json that does not parse, a folder withou
 truncated or missing weights, a hub id the Hub cannot serve (no network: HF_ENDPOINT is a closed
 local port), a missing `--tokenizer` for `plan`, bad `--metadata` or a refused `--num_fewshot`
 given to the launcher, and prompts longer than the model's context. With `--allow-truncation` the
-run goes on, and the run line and summary.md count the cut prompts.
+run goes on, the run line counts the cut prompts, and the count, recorded beside the results, is in
+every later summary, report, table and export of the folder.
 """
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import shutil
@@ -19,9 +21,11 @@ import time
 from pathlib import Path
 
 import pytest
+import yaml
 
 from biasmonkey.harness_ext.app.context_check import context_length
 from biasmonkey.harness_ext.app.model_checks import check_safetensors
+from biasmonkey.harness_ext.truncation import TRUNCATION_FILE, TaskCuts, record_truncation, truncation_of
 
 CLOSED_PORT = "http://127.0.0.1:9"
 SHORT_CONTEXT = 48
@@ -214,6 +218,39 @@ def test_allowed_truncation_is_counted_in_the_outputs(short_model: Path, data_di
     summary = (out / "summary.md").read_text()
     assert "**Truncated prompts** (--allow-truncation)" in summary and "biasmonkey_acquiescence" in summary
     assert "biasmonkey-hf:" in proc.stderr and "cut from the left" in proc.stderr  # the backend's own count
+    # The count stays beside the results: every later reader of the folder states it.
+    (samples,) = out.rglob("samples_biasmonkey_acquiescence_*.jsonl")
+    record = json.loads((samples.parent / TRUNCATION_FILE).read_text())[samples.name]
+    assert record["limit"] == SHORT_CONTEXT and record["prompts"] >= 1 and record["most_cut"] > 0
+    cut = f"{record['prompts']} prompt(s) truncated to the model's context of {SHORT_CONTEXT} tokens"
+    assert "biasmonkey_truncation.json" not in {p.name for p in out.glob("*")}  # beside the samples, not above
+    for stale in ("summary.md", "summary.csv"):
+        (out / stale).unlink()
+    shutil.rmtree(out / "report")
+    assert cli("summarize", str(out)).returncode == 0
+    summary = (out / "summary.md").read_text()
+    assert f"**Truncated prompts** (--allow-truncation): {record['prompts']} distinct prompt(s)" in summary
+    assert f"biasmonkey_acquiescence {record['prompts']} (up to {record['most_cut']} tokens)" in summary
+    with (out / "summary.csv").open() as f:
+        assert {row["truncated_prompts"] for row in csv.DictReader(f)} == {str(record["prompts"])}
+    report = tmp_path / "report"
+    assert cli("report", str(out), "--out", str(report)).returncode == 0
+    text = (report / "report.md").read_text()
+    assert "truncated prompts (--allow-truncation)" in text and cut in text  # the Summary's warnings
+    assert ": truncated prompts** (`biasmonkey run --allow-truncation`)" in text  # the Inputs' note
+    with (report / "tables" / "warnings.csv").open() as f:
+        assert [r["task"] for r in csv.DictReader(f) if r["warning"].startswith("truncated prompts")] == [
+            "acquiescence"
+        ]
+    with (report / "tables" / "inputs.csv").open() as f:
+        assert {r["task"]: r["truncated_prompts"] for r in csv.DictReader(f)} == {
+            "biasmonkey_acquiescence": str(record["prompts"])
+        }
+    (results,) = report.rglob("leaderboard/*/results_*.json")
+    sources = json.loads(results.read_text())["config"]["biasmonkey"]["sources"]
+    assert sources["biasmonkey_acquiescence"]["truncation"] == record
+    (entry,) = report.rglob(".eval_results/biasmonkey_acquiescence.yaml")
+    assert cut in yaml.safe_load(entry.read_text())[0]["notes"]
 
 
 def test_backend_refuses_over_long_requests(short_model: Path, data_dir: Path, tmp_path: Path) -> None:
@@ -238,3 +275,20 @@ def test_served_backend_refuses_over_long_requests_before_sending(tiny_model: Pa
     assert lm.requests_sent == 0
     with pytest.raises(ValueError, match="allow_truncation='maybe': use true or false"):
         ServedLM(base_url=f"{CLOSED_PORT}/v1", model="m", tokenizer=str(tiny_model), allow_truncation="maybe")
+
+
+def test_truncation_records_merge_and_a_damaged_one_is_an_error(tmp_path: Path) -> None:
+    folder = tmp_path / "model"
+    folder.mkdir()
+    first, second = (folder / f"samples_biasmonkey_{t}_2025-01-01T00-00-00.000000.jsonl" for t in ("a", "b"))
+    cuts = TaskCuts(limit=48, prompts=2, longest=90, most_cut=42, total_cut=60)
+    assert record_truncation([first, folder / "results_x.json"], {"biasmonkey_a": cuts}) == [folder / TRUNCATION_FILE]
+    assert record_truncation([second], {"biasmonkey_a": cuts}) == []  # task b: nothing cut
+    later = TaskCuts(limit=32, prompts=1, longest=40, most_cut=8, total_cut=8)
+    record_truncation([second], {"biasmonkey_b": later})  # a later run: the earlier entries stay
+    assert (truncation_of(first), truncation_of(second)) == (cuts, later)
+    assert truncation_of(folder / "samples_biasmonkey_c_2025-01-01T00-00-00.000000.jsonl") is None
+    assert not list(folder.glob(".*.tmp"))  # written atomically
+    (folder / TRUNCATION_FILE).write_text('{"x": {"limit": 48}')
+    with pytest.raises(ValueError, match=f"{folder / TRUNCATION_FILE}: not a readable truncation record"):
+        truncation_of(first)

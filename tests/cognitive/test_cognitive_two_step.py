@@ -48,10 +48,12 @@ class ScriptLM(LM):
     loglikelihood_rolling = loglikelihood
 
 
-def lm_eval_run(lm: LM, tasks: list[str], limit: int | None = None, **options: Any) -> dict:
+def lm_eval_run(lm: LM, tasks: list[str], limit: int | None = None, tracker: Any = None, **options: Any) -> dict:
     metadata = {"data_path": str(FIXTURES), "mode": "generate", **options}
     manager = TaskManager(include_path=str(REPO / "tasks"), include_defaults=False, metadata=metadata)
-    return simple_evaluate(model=lm, tasks=tasks, task_manager=manager, limit=limit, log_samples=True)
+    return simple_evaluate(
+        model=lm, tasks=tasks, task_manager=manager, limit=limit, log_samples=True, evaluation_tracker=tracker
+    )
 
 
 def log_step_one(results: dict, folder: Path) -> Path:
@@ -165,3 +167,33 @@ def test_step_two_reads_only_a_matching_step_one(tmp_path: Path, caplog: pytest.
         second = lm_eval_run(ScriptLM(script), [TASK], decisions=str(limited), **HASH)
     assert "free answers for 1 of the 2 tests" in caplog.text
     assert [s["doc"]["id"] for s in second["samples"][TASK]] == [docs("bandwagon_effect")[0]["id"]]
+
+
+def test_step_one_samples_are_checked_against_their_run(tmp_path: Path) -> None:
+    """Step one's samples file as the lm_eval CLI writes it (doc ids, and the results file beside
+    it): a line repeated or lost after the run is an error naming the file, not free answers of
+    other tests (`tasks/samples_check.py`, the check every reader of samples files applies)."""
+    from lm_eval.loggers import EvaluationTracker
+
+    script = bandwagon_script()
+    tracker = EvaluationTracker(output_path=str(tmp_path / "step1"))
+    results = lm_eval_run(ScriptLM(script), [TASK], tracker=tracker, **HASH)
+    samples = results.pop("samples")
+    tracker.save_results_aggregated(results=results, samples=samples)
+    tracker.save_results_samples(task_name=TASK, samples=samples[TASK])
+    (path,) = (tmp_path / "step1").rglob(f"samples_{TASK}_*.jsonl")
+    assert len(list(path.parent.glob("results_*.json"))) == 1
+    lines = path.read_text().splitlines(keepends=True)
+    assert len(lines) == 2 and [json.loads(line)["doc_id"] for line in lines] == [0, 1]
+    assert len(lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)["samples"][TASK]) == 2
+
+    path.write_text("".join(lines + lines[:1]))  # the first test's line repeated
+    with pytest.raises(DataError) as repeated:
+        lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)
+    message = str(repeated.value)
+    assert message.startswith(f"option decisions (step one of the two-step protocol): {path}: 3 samples for {TASK}")
+    assert "says 2: doc_id 0 twice (lines 1, 3)" in message and "rerun the task" in message
+
+    path.write_text(lines[0])  # the second test's line lost
+    with pytest.raises(DataError, match=r"1 samples for .* says 2: doc_id 1 missing; .*restore the samples file"):
+        lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)

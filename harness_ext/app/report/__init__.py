@@ -10,7 +10,9 @@ The report opens with its verdict: per model, a few sentences from each family i
 human-like its biases are, beside the published models where the family shows them) and the
 headline figure (colour = effect size, * = significant after the multiple-comparison
 correction). A table of contents follows, then the summary table and warnings, one section per
-family present, the multiple comparisons, the leaderboard files and the inputs.
+family present, the multiple comparisons, the comparison of runs where the results hold several runs
+of the same tasks (`comparison`: each against a baseline run, paired by item), the leaderboard files
+and the inputs.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasmonkey.harness_ext.app.report import comparison
 from biasmonkey.harness_ext.app.report.families import call, check_options, family_reports
 from biasmonkey.harness_ext.app.report.headline import headline_figure
 from biasmonkey.harness_ext.app.report.hub import PLACEHOLDER_DATASET
@@ -30,6 +33,7 @@ from biasmonkey.harness_ext.app.report.leaderboard import leaderboard_text, writ
 from biasmonkey.harness_ext.app.report.render import Figure, Page, Section, Table, to_html, to_markdown
 from biasmonkey.harness_ext.app.report.tables import build_tables
 from biasmonkey.harness_ext.logs import describe
+from biasmonkey.harness_ext.truncation import cut_sentence
 from biasmonkey.metrics import SIGNIFICANCE
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 
@@ -56,12 +60,13 @@ def inputs_table(models: Sequence[ModelResults]) -> pd.DataFrame:
             "harness": out.harness,
             "settings": describe(out.settings),
             "n_records": len(m.records[out.suite][task]),
+            "truncated_prompts": cuts.prompts if (cuts := out.truncation) else 0,
             "file": str(out.path),
         }
         for m in models
         for task, out in sorted(m.sources.items())
     ]
-    columns = ["model", "model_path", "suite", "task", "harness", "settings", "n_records", "file"]
+    columns = ["model", "model_path", "suite", "task", "harness", "settings", "n_records", "truncated_prompts", "file"]
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -72,11 +77,13 @@ def inputs_section(models: Sequence[ModelResults], tables: Mapping[str, pd.DataF
             "Each model's newest output per setting and task; every number above is recomputed from its per-item "
             "records. `settings`: what changes the numbers (run options, limit, sampling, seeds, …) as the harness "
             "recorded it; a model run with several settings of one suite is one model per setting, named with the "
-            "settings that differ.",
+            "settings that differ. `truncated_prompts`: the task's prompts cut from the left to fit the model's "
+            "context (`biasmonkey run --allow-truncation`).",
             Table("Models and tasks", inputs_table(models).drop(columns=["file"])),
         ],
     )
     s.blocks += default_model_notes(models)
+    s.blocks += truncation_notes(models)
     for module in family_reports(models).values():
         s.blocks += call(module, "inputs_notes", tables, default=[])
     return s
@@ -94,6 +101,19 @@ def default_model_notes(models: Sequence[ModelResults]) -> list[str]:
         f"it (4-bit Q4_1 GGUF weights), converted to float32 in {default_model_dir()}; its numbers are the 4-bit "
         "model's, not those of the Hub's bf16 weights."
     ]
+
+
+def truncation_notes(models: Sequence[ModelResults]) -> list[str]:
+    """Per model whose prompts were cut to fit its context (recorded beside its results), how many."""
+    notes = []
+    for m in models:
+        cuts = {task: c for task, out in sorted(m.sources.items()) if (c := out.truncation)}
+        if cuts:
+            notes.append(
+                f"**{m.name}: truncated prompts** (`biasmonkey run --allow-truncation`): {cut_sentence(cuts)}; "
+                f"its numbers of {', '.join(cuts)} come from prompts that lost their beginning."
+            )
+    return notes
 
 
 def multiple_testing_section(tests: pd.DataFrame) -> Section:
@@ -190,11 +210,13 @@ def write_report(
     out_dir: str | Path,
     names: Mapping[str, str] | None = None,
     hub_dataset: str = PLACEHOLDER_DATASET,
+    baseline: str | None = None,
     **options: Any,
 ) -> Path:
     """Write report.md, report.html, tables/*.csv|json, figures/*.png|svg and leaderboard/ into out_dir;
     return the path of report.md. `names` maps a model's full or short name to the name shown;
-    `hub_dataset` is the Hub Benchmark dataset the `.eval_results` entries name.
+    `hub_dataset` is the Hub Benchmark dataset the `.eval_results` entries name; `baseline` the run
+    the comparison section compares the others with (default: the report's first run).
 
     `options` are the families' report options (`tasks/<family>/report.py`'s `tables` and
     `section` parameters), e.g. the response-bias `baselines` (True: the paper's nine models beside
@@ -210,7 +232,13 @@ def write_report(
     ]
     if len(tables["all_tests"]):
         sections.append(multiple_testing_section(tables["all_tests"]))
-    write_tables({**tables, "inputs": inputs_table(models)}, out / "tables")
+    tests = int(tables["all_tests"]["p"].notna().sum())
+    compared, compare_tables, compare_md = comparison.section(models, fig_dir, baseline, tests)
+    if compared is not None:
+        sections.append(compared)
+    write_tables({**tables, **compare_tables, "inputs": inputs_table(models)}, out / "tables")
+    if compare_md is not None:
+        write_text(out / "tables" / "comparison.md", compare_md)
     written = write_leaderboard(models, tables, out / "leaderboard", hub_dataset)
     sections.append(Section("Leaderboard files", leaderboard_text(written, hub_dataset)))
     sections.append(inputs_section(models, tables))

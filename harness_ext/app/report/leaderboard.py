@@ -28,14 +28,16 @@ json loader its Hub card uses) take it as one of lm-eval's own:
 - `date` is the earliest start (UNIX time) of the source runs, `total_evaluation_time_seconds`
   the sum of their run times, as a string; `model_name` the model's full name and
   `model_name_sanitized` lm-eval's sanitisation of it. Provenance (report name, every task's
-  source file and harness, the Hub dataset id) is in `config["biasmonkey"]`.
+  source file and harness, its prompts cut to fit the model's context where `biasmonkey run
+  --allow-truncation` cut some, the Hub dataset id) is in `config["biasmonkey"]`.
 
 `<model>/.eval_results/<task>.yaml` follows the Hub's format (https://huggingface.co/docs/hub/eval-results):
 a list with one entry `{dataset: {id, task_id}, value, date, source: {url, name}, notes}`, built with
 huggingface_hub's `EvalResultEntry`; `dataset.id` is the Benchmark dataset (`--hub-dataset`, or as
 configured: `hub.configured_dataset`), `task_id` one of the `tasks[].id` of `configs/hub/eval.yaml`,
 `value` the task's `abs_*` metric (lower = less biased), `source.url` the Benchmark dataset's page,
-`notes` its definition and direction, the run setup and the model's Hub id where the run names it.
+`notes` its definition and direction, the run setup, the prompts cut to fit the model's context
+(where `--allow-truncation` cut some) and the model's Hub id where the run names it.
 `biasmonkey report --push-to-hub ORG/MODEL` uploads these files (`hub.push_eval_results`).
 """
 
@@ -47,7 +49,7 @@ import math
 import re
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -412,6 +414,7 @@ def results_json(
         "recomputed_from": "per-item records",
         "sources": {
             task: {"harness": out.harness, "path": str(out.path), "settings": describe(out.settings)}
+            | ({"truncation": asdict(cuts)} if (cuts := out.truncation) else {})
             for task, out in sorted(m.sources.items())
         },
     }
@@ -482,6 +485,8 @@ def eval_results_entries(
         if not isinstance(value, (int, float)):
             continue  # undefined (no record with a value): nothing to publish
         notes = f"{direction_note(task)}; {_setup(runs[task], export)}" + (f"; {model}" if model else "")
+        if cuts := m.sources[task].truncation:
+            notes += f"; {cuts.sentence()} (--allow-truncation)"
         date = _iso(runs[task].date)
         entries[task] = eval_result(hub_dataset, task, round(float(value), 6), date, notes, source_url)
     return entries

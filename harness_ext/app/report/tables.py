@@ -25,6 +25,7 @@ from biasmonkey.tasks.families import FAMILIES
 # Which column holds each table's raw p-value (the tests of the report's family).
 TESTED = {table: column for family in FAMILIES.values() for table, column in family.tested.items()}
 TEST_KEYS = ("model", "bias", "setting", "topic")
+TRUNCATED = "truncated prompts (--allow-truncation): its numbers come from prompts that lost their beginning"
 
 
 def _frame(rows: list[dict], columns: Sequence[str]) -> pd.DataFrame:
@@ -77,11 +78,19 @@ def _task(name: str) -> str:
 
 def warnings_table(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     """What a reader must know before quoting a number, per model and task, only where it occurs:
-    each family's own (its report module's `warnings`: invalid answers, imputed log-probabilities, …)."""
+    each family's own (its report module's `warnings`: invalid answers, imputed log-probabilities, …),
+    and prompts cut to fit the model's context (`biasmonkey run --allow-truncation`, as recorded beside
+    the results: `harness_ext/truncation.py`)."""
     rows = [
         {"suite": name, **row, "task": _task(row["task"])}
         for name, module in family_reports(models).items()
         for row in call(module, "warnings", models, tables, default=[])
+    ]
+    rows += [
+        {"suite": out.suite, "model": m.name, "task": _task(task), "warning": TRUNCATED, "detail": cuts.sentence()}
+        for m in models
+        for task, out in sorted(m.sources.items())
+        if (cuts := out.truncation)
     ]
     return _frame(rows, ["model", "suite", "task", "warning", "detail"])
 

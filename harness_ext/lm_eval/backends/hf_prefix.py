@@ -27,7 +27,9 @@ pairs, with compute in proportion to the distinct prompt tokens:
    are freed when the rows below them are done. While they hold `prefix_cache_tokens` tokens of
    keys/values or more (default 16384), rows that would keep more wait while other rows can
    run, else the deepest row runs alone; so the kept keys/values stay within that limit plus
-   one batch's paths plus one context's length.
+   one batch's paths plus one context's length. With `batch_size=auto` (or `auto:N`) the rows
+   per forward are estimated once per call from the rows' shape and the free memory
+   (auto_batch.py), not by lm-eval's full-vocabulary probe.
 4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) right after the forward
    that scores its last token, so a run that fails later resumes without recomputing it. A
    log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
@@ -79,13 +81,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from lm_eval.api.registry import register_model
 from lm_eval.models.huggingface import HFLM
+from torch.nn.attention import SDPBackend, sdpa_kernel
 from tqdm import tqdm
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
+from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
@@ -98,6 +103,8 @@ Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
 Pair = tuple[Tokens, Tokens]  # (context, continuation) tokens
 Done = Callable[[Pair, Answer], None]  # called with each request's answer as soon as it is computed
 
+# sdpa's kernels for the rows' masked attention: every one but cuDNN's (see `_inference`)
+ATTENTION_KERNELS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 # Attention implementations that accept a custom 4D mask: boolean for sdpa, additive for eager.
 MASKABLE_ATTENTION = ("sdpa", "eager")
 DEFAULT_ROW_TOKENS = 512  # measured on CPU (SmolLM2): 256 left the long cognitive prompts 2 % over the floor
@@ -130,6 +137,34 @@ class _Spine:
     values: list[torch.Tensor]
     previous: int  # the anchor whose path precedes the spine (ROOT: none)
     pending: int = 0  # rows anchored on it, and spines kept below it, still to run
+
+
+@dataclass
+class _Scores:
+    """A forward's (node, token) log-probabilities and greedy flags, copied off the device without
+    waiting for it: read (which waits) after the next forward is queued, so that the host's work
+    for one forward overlaps the device's for the other."""
+
+    pairs: list[tuple[int, int]]
+    values: torch.Tensor | None = None
+    hits: torch.Tensor | None = None
+    ready: torch.cuda.Event | None = None  # recorded after the copies (CUDA only)
+
+    def queue(self, values: torch.Tensor, hits: torch.Tensor) -> None:
+        pinned = values.device.type == "cuda"
+        self.values = values.to("cpu", non_blocking=pinned)
+        self.hits = hits.to("cpu", non_blocking=pinned)
+        self.ready = torch.cuda.Event() if pinned else None
+        if self.ready is not None:
+            self.ready.record()
+
+    def read(self, results: dict[tuple[int, int], Answer]) -> list[tuple[int, int]]:
+        """Store the scores into `results`; the pairs scored."""
+        if self.values is not None:
+            if self.ready is not None:
+                self.ready.synchronize()
+            results.update(zip(self.pairs, zip(self.values.tolist(), self.hits.tolist())))
+        return self.pairs
 
 
 @register_model("biasmonkey-hf")
@@ -208,9 +243,11 @@ class PrefixReuseHFLM(HFLM):
                 self._check_context([len(self.tok_encode(c)) for c in contexts], "generation prompts", room)
         return super().generate_until(requests, disable_tqdm=disable_tqdm)
 
-    def _fits(self, context: Sequence[int], continuation: Sequence[int]) -> bool:
-        """The model sees context + continuation[:-1] whole (stock lm-eval truncates beyond this)."""
-        return bool(context) and bool(continuation) and len(context) + len(continuation) - 1 <= self.max_length
+    @staticmethod
+    def _fits(context: Sequence[int], continuation: Sequence[int], limit: int) -> bool:
+        """The model sees context + continuation[:-1] whole within `limit` tokens (stock lm-eval
+        truncates beyond this)."""
+        return bool(context) and bool(continuation) and len(context) + len(continuation) - 1 <= limit
 
     # ------------------------------------------------------------------ requests
 
@@ -225,12 +262,13 @@ class PrefixReuseHFLM(HFLM):
         if not self._prefix_path_supported():
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         share = self.prefix_sharing and self._supports_masks()
+        limit = self.max_length  # (a property that reads the model's config: once, not per request)
 
         # (context, continuation) -> indices of the requests asking for it
         groups: dict[Pair, list[int]] = defaultdict(list)
         fallback: list[int] = []
         for i, (key, context, cont) in enumerate(requests):
-            if key is None or not self._fits(context, cont) or (len(cont) > 1 and not share):
+            if key is None or not self._fits(context, cont, limit) or (len(cont) > 1 and not share):
                 fallback.append(i)
             else:
                 groups[tuple(context), tuple(cont)].append(i)
@@ -288,19 +326,24 @@ class PrefixReuseHFLM(HFLM):
             f"tokens, {self.fallback_requests} requests to the stock code"
         )
 
-    def _rows_per_forward(self, override_bs: int | None, longest: int) -> int:
-        """`batch_size`, or lm-eval's detection on a sequence of `longest` tokens for "auto"."""
+    def _rows_per_forward(self, override_bs: int | None, width: int, scored: int) -> int:
+        """`batch_size`; for "auto" (and "auto:N") the rows of `width` positions, `scored` of them
+        scored, that fit in memory (auto_batch.py: an estimate from the model's shape, no probe)."""
         if self.batch_size != "auto":
             return int(self.batch_size)
         if override_bs:
             return override_bs
-        return self._detect_batch_size([(None, [0] * max(1, longest), [0])], 0)
+        rows = auto_rows(self.model.config, self.model.dtype, self.device, width, 0, scored, self.max_batch_size)
+        log.info("biasmonkey-hf: batch_size=auto: %d rows of %d positions per forward", rows, width)
+        return rows
 
     # ------------------------------------------------------------------ model passes
 
     @contextlib.contextmanager
     def _inference(self) -> Iterator[None]:
-        """No gradients, and HFLM's optional mixed-precision autocast."""
+        """No gradients, HFLM's optional mixed-precision autocast, and sdpa off cuDNN's attention:
+        cuDNN builds a plan for each new shape, and the rows' shapes vary from forward to forward
+        (on an H200 the first call took 6.5 s against 0.9 s for later ones with it, 1.2 s without)."""
         with (
             torch.no_grad(),
             torch.autocast(
@@ -308,6 +351,7 @@ class PrefixReuseHFLM(HFLM):
                 dtype=self.mixed_precision_dtype,
                 enabled=self.mixed_precision_dtype is not None,
             ),
+            sdpa_kernel(ATTENTION_KERNELS),
         ):
             yield
 
@@ -326,7 +370,7 @@ class PrefixReuseHFLM(HFLM):
             by_context[context].append(cont)
         contexts = sorted(by_context, key=lambda c: (-len(c), c))  # longest first, as lm-eval orders
         self.trie_tokens += trie_token_count(contexts)
-        batch_size = self._rows_per_forward(override_bs, len(contexts[0]))
+        batch_size = self._rows_per_forward(override_bs, len(contexts[0]), 1)
         for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
             batch = contexts[start : start + batch_size]
             lengths = torch.tensor([len(c) for c in batch], device=self.device)
@@ -351,8 +395,10 @@ class PrefixReuseHFLM(HFLM):
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
         waiting: dict[tuple[int, int], list[Pair]] = defaultdict(list)  # (node, token) -> requests needing it
         context_ends = []
+        paths_of: dict[Tokens, list[int]] = {}  # a context's continuations share its path: inserted once
         for context, cont in groups:
-            path = trie.insert(context + cont[:-1])
+            sequence = context + cont[:-1]
+            path = paths_of.get(sequence) or paths_of.setdefault(sequence, trie.insert(sequence))
             n = len(context)
             context_ends.append(path[n - 1])
             wanted[context, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
@@ -369,7 +415,9 @@ class PrefixReuseHFLM(HFLM):
         self.trie_tokens += sum(in_context)
 
         rows = plan_rows(trie, self.row_tokens)
-        batch_rows = self._rows_per_forward(override_bs, min(self.max_length, 2 * self.row_tokens))
+        trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64))
+        most_scored = max(sum(node in targets for node in row.nodes) for row in rows)
+        batch_rows = self._rows_per_forward(override_bs, self.row_tokens, most_scored)
         batch_tokens = batch_rows * self.row_tokens
         prefix = [0 if row.anchor == ROOT else trie.depth[row.anchor] + 1 for row in rows]
         below: dict[int, list[int]] = defaultdict(list)  # anchor -> rows
@@ -381,6 +429,19 @@ class PrefixReuseHFLM(HFLM):
         results: dict[tuple[int, int], Answer] = {}
         ready = list(below.pop(ROOT, []))
         pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
+
+        def answered(scores: _Scores | None) -> None:
+            """Read a forward's scores (waiting for the device) and answer the requests now complete."""
+            if scores is None:
+                return
+            for pair in scores.read(results):
+                for request in waiting.pop(pair):
+                    missing[request] -= 1
+                    if not missing[request]:
+                        pairs = wanted[request]
+                        done(request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
+
+        previous: _Scores | None = None
 
         def release(anchor: int) -> None:
             nonlocal cached
@@ -419,15 +480,13 @@ class PrefixReuseHFLM(HFLM):
             ready = [r for r in ready if r not in chosen]
 
             paths = {rows[r].anchor: self._path(rows[r].anchor, spines, on_spine) for r in batch}
-            kept, scored = self._run_rows(
-                trie, [rows[r] for r in batch], [prefix[r] for r in batch], paths, targets, results
-            )
-            for pair in scored:
-                for request in waiting.pop(pair):
-                    missing[request] -= 1
-                    if not missing[request]:
-                        pairs = wanted[request]
-                        done(request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
+            try:
+                kept, queued = self._run_rows(
+                    [rows[r] for r in batch], [prefix[r] for r in batch], paths, targets, trie_arrays
+                )
+            finally:  # the previous forward's scores are read while this one runs (or once it failed)
+                answered(previous)
+            previous = queued
             for r in batch:
                 pbar.update(len(rows[r].nodes))
                 self.computed_tokens += sum(in_context[n] for n in rows[r].nodes)
@@ -445,6 +504,7 @@ class PrefixReuseHFLM(HFLM):
             self.peak_cached_tokens = max(self.peak_cached_tokens, cached)
             for r in batch:
                 release(rows[r].anchor)
+        answered(previous)
         pbar.close()
         if below or spines or waiting:
             raise RuntimeError(
@@ -453,26 +513,29 @@ class PrefixReuseHFLM(HFLM):
 
     def _run_rows(
         self,
-        trie: PromptTrie,
         rows: list[Row],
         prefix: list[int],
         paths: dict[int, list[tuple[_Spine, int]]],
         targets: dict[int, set[int]],
-        results: dict[tuple[int, int], Answer],
-    ) -> tuple[list[_Spine], list[tuple[int, int]]]:
-        """One forward over `rows`, each over its anchor's cached path (`paths`): scores into
-        `results`; returns the spines the rows keep and the (node, token) pairs scored."""
+        trie_arrays: tuple[np.ndarray, np.ndarray],
+    ) -> tuple[list[_Spine], _Scores]:
+        """One forward over `rows`, each over its anchor's cached path (`paths`), queued on the
+        device (`trie_arrays`: the trie's tokens and depths by node): returns the spines the rows
+        keep and the (node, token) scores, read later."""
         device, n = self.device, len(rows)
         width, depth = max(len(row.nodes) for row in rows), max(prefix)
-        ids = torch.tensor(
-            [[trie.token[x] for x in row.nodes] + [0] * (width - len(row.nodes)) for row in rows], device=device
-        )
-        positions = torch.tensor(
-            [[trie.depth[x] for x in row.nodes] + [0] * (width - len(row.nodes)) for row in rows], device=device
-        )
-        ends = torch.tensor([row.ends + [-1] * (width - len(row.ends)) for row in rows], device=device)
-        lengths = torch.tensor([len(row.nodes) for row in rows], device=device)
-        self.padding_tokens += n * width - int(lengths.sum())
+        # built on the host with numpy (no device synchronisation: the previous forward may still run)
+        sizes = [len(row.nodes) for row in rows]
+        table = np.zeros((3, n, width), dtype=np.int64)  # token ids, positions, ends
+        table[2] = -1
+        for b, row in enumerate(rows):
+            nodes = np.asarray(row.nodes)
+            table[0, b, : sizes[b]] = trie_arrays[0][nodes]
+            table[1, b, : sizes[b]] = trie_arrays[1][nodes]
+            table[2, b, : sizes[b]] = row.ends
+        ids, positions, ends = torch.from_numpy(table).to(device)
+        lengths = torch.tensor(sizes, device=device)
+        self.padding_tokens += n * width - sum(sizes)
 
         # Node j is visible from node i when it is an ancestor-or-self in the row (j <= i < end[j]),
         # or on the row's cached path; padding sees itself only.
@@ -514,11 +577,10 @@ class PrefixReuseHFLM(HFLM):
                 for token in targets[node]:
                     where.append((b, k, token))
                     pairs.append((node, token))
+        scores = _Scores(pairs)
         if where:
             b, k, token = torch.tensor(where, device=device).T
-            values = logprobs[b, k, token].tolist()
-            hits = (greedy[b, k] == token).tolist()
-            results.update(zip(pairs, zip(values, hits)))
+            scores.queue(logprobs[b, k, token], greedy[b, k] == token)
 
         kept: list[_Spine] = []
         for b, row in enumerate(rows):
@@ -532,7 +594,7 @@ class PrefixReuseHFLM(HFLM):
                         previous=row.anchor,
                     )
                 )
-        return kept, pairs
+        return kept, scores
 
     @staticmethod
     def _path(anchor: int, spines: dict[int, _Spine], on_spine: dict[int, tuple[int, int]]) -> list[tuple[_Spine, int]]:

@@ -1,0 +1,439 @@
+"""`biasmonkey compare RUN RUN [RUN …]`: paired comparisons of runs on the same items, every family.
+
+A RUN is a results path (an lm-eval `--output_path` or model folder, an Inspect log folder or log
+file; any mix); a path holding several runs (models, or settings of one model) gives each of them.
+A run is a model with its settings, as `biasmonkey summarize` keys them (`harness_ext.logs.Run`).
+Pairs: every pair in the order given, or with `--baseline` the baseline against each other run;
+`--pairs A:B,C:D` gives the model-pairs form instead (`compare_pairs`).
+
+For every task both runs of a pair have, each measure its family gives (`tasks/<family>/compare.py`:
+`item_measures`, `item_ids`, `PROMPT_SETTINGS`, and optionally `run_scores`, `unit_biases`) is
+compared on the items matched by id (`compare_stats`). Refused, unless asked: runs whose items
+differ (`--common-items` keeps the shared ones and says how many were dropped) and runs whose
+settings change the prompts (`--allow-settings`; the differing settings are named either way).
+Every p-value of the command is adjusted together, Holm's method by default (`--correction bh`).
+A family may pool its tasks into rows of its own (`overall_measures`, e.g. answer position over all
+subjects). `--published FAMILY[:MODEL,…]` compares each run with published models instead, where the
+family gives their per-item data (`published_models`, `published_records`: the response-bias paper's
+nine models), on the items both have. The report's comparison section (`report/comparison.py`) pairs
+the runs it found with `item_rows` and `compare_pairs`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import sys
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from biasmonkey.harness_ext.app.compare_pairs import coverage_problems, pair_effects
+from biasmonkey.harness_ext.app.compare_stats import measure_row
+from biasmonkey.harness_ext.app.summary import runs_in
+from biasmonkey.harness_ext.logs import Run, TaskOutput, short_name
+from biasmonkey.metrics.paired import CORRECTIONS, adjust
+from biasmonkey.tasks.contract import Family, ItemMeasure, lm_eval_task_name
+from biasmonkey.tasks.families import FAMILIES, family_module
+
+ALPHA = 0.05
+# Harness settings that change the prompt text (`harness_ext.logs` names them so in both harnesses);
+# "settings" is the unknown settings of a samples file without its results file.
+PROMPT_SETTINGS = frozenset(
+    {"apply_chat_template", "num_fewshot", "system_instruction", "fewshot_as_multiturn", "settings"}
+)
+
+
+@dataclass
+class CompareRun:
+    """One run to compare: its label, the path it was found under and its records per task."""
+
+    label: str
+    run: Run
+    where: Path
+    outputs: dict[str, TaskOutput | None]  # lm-eval task name -> output (None: published data, records given)
+    records: dict[str, list] = field(default_factory=dict, repr=False)
+
+    def tasks(self, family: Family) -> dict[str, list]:
+        """{lm-eval task name: records} of one family's tasks, in the family's order."""
+        return {
+            name: self.records_of(name) for task in family.tasks if (name := lm_eval_task_name(task)) in self.outputs
+        }
+
+    def records_of(self, task: str) -> list:
+        if task not in self.records:
+            self.records[task] = self.outputs[task].read_records()
+        return self.records[task]
+
+    def options(self, task: str) -> Any:
+        """The family's run options of a task (None for published data)."""
+        output = self.outputs[task]
+        return None if output is None else output.options
+
+
+def hooks(family: Family) -> Any:
+    """The family's `compare` module (tasks/<family>/compare.py)."""
+    module = family_module(family.name, "compare")
+    if module is None:
+        raise ValueError(f"the {family.title} family has no tasks/{family.name}/compare.py: it cannot be compared")
+    return module
+
+
+def load_runs(paths: Sequence[Path]) -> list[CompareRun]:
+    """Every run under the given paths, in the order given (each path's runs in run order)."""
+    runs = []
+    for path in paths:
+        for run, outputs in runs_in(path).items():
+            runs.append(CompareRun(run.label, run, path, {lm_eval_task_name(o.task): o for o in outputs}))
+        if not any(r.where == path for r in runs):
+            raise ValueError(f"{path}: no biasmonkey results (lm-eval --log_samples files or Inspect logs)")
+    labels = [r.label for r in runs]
+    for r in runs:  # one model with one setting under two paths (e.g. both harnesses): name the path
+        if labels.count(r.label) > 1:
+            r.label = f"{r.label} [{r.where}]"
+    if len({r.label for r in runs}) < len(runs):
+        raise ValueError("the same run is given twice: " + ", ".join(sorted(r.label for r in runs)))
+    return runs
+
+
+def pick(name: str, runs: Sequence[CompareRun], option: str) -> CompareRun:
+    """The run named by a label, a model's full or short name, or the path it was given as."""
+    found = [
+        r
+        for r in runs
+        if name in (r.label, str(r.run), r.run.model, short_name(r.run.model), str(r.where))
+        or Path(name).resolve() == r.where.resolve()
+    ]
+    if len(found) == 1:
+        return found[0]
+    listed = "; ".join(r.label for r in (found or runs))
+    what = "several runs" if found else "no run"
+    raise ValueError(f"{option} {name}: {what} of that name ({listed}); give a run's label or its path")
+
+
+def run_pairs(
+    runs: Sequence[CompareRun], baseline: str | None, pairs: str | None
+) -> list[tuple[CompareRun, CompareRun]]:
+    if pairs:
+        chosen = []
+        for text in pairs.split(","):
+            a, sep, b = text.rpartition(":")
+            if not sep or not a or not b:
+                raise ValueError(f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D)")
+            chosen.append((pick(a, runs, "--pairs"), pick(b, runs, "--pairs")))
+        return chosen
+    if len(runs) < 2:
+        raise ValueError(f"found {len(runs)} run ({', '.join(r.label for r in runs)}): compare needs two or more")
+    if baseline is not None:
+        base = pick(baseline, runs, "--baseline")
+        return [(base, r) for r in runs if r is not base]
+    return list(itertools.combinations(runs, 2))
+
+
+def prompt_settings() -> frozenset[str]:
+    return PROMPT_SETTINGS.union(*(getattr(hooks(f), "PROMPT_SETTINGS", frozenset()) for f in FAMILIES.values()))
+
+
+def differing_settings(a: Run, b: Run) -> dict[str, tuple[str, str]]:
+    """{setting: (A's value, B's value)} of the settings the runs differ in ("unset" where one has none)."""
+    sa, sb = dict(a.settings), dict(b.settings)
+    return {k: (sa.get(k, "unset"), sb.get(k, "unset")) for k in sorted(set(sa) | set(sb)) if sa.get(k) != sb.get(k)}
+
+
+def settings_text(differ: dict[str, tuple[str, str]]) -> str:
+    return ", ".join(f"{k} ({a} vs {b})" for k, (a, b) in differ.items())
+
+
+def check_settings(pairs: Sequence[tuple[CompareRun, CompareRun]], allow: bool) -> None:
+    """Refuse pairs that differ in a setting that changes the prompts, unless `allow`."""
+    prompts = prompt_settings()
+    for a, b in pairs:
+        changed = {k: v for k, v in differing_settings(a.run, b.run).items() if k in prompts}
+        if changed and not allow:
+            raise ValueError(
+                f"{a.label} and {b.label} differ in settings that change the prompts: {settings_text(changed)}; "
+                "their items are not the same questions. Give --allow-settings to compare them all the same"
+            )
+
+
+@dataclass
+class Coverage:
+    """The items of each task both runs of a pair have, and what was dropped."""
+
+    ids: dict[str, list[str]]  # task -> the common item ids, in A's order
+    notes: list[str]
+    problems: list[str]
+
+
+def coverage(a: CompareRun, b: CompareRun, family: Family, tasks: Iterable[str]) -> Coverage:
+    cover = Coverage({}, [], [])
+    ids_of = hooks(family).item_ids
+    for task in tasks:
+        ia, ib = ids_of(a.records_of(task)), ids_of(b.records_of(task))
+        common = [i for i in dict.fromkeys(ia) if i in set(ib)]
+        cover.ids[task] = common
+        sa, sb = set(ia), set(ib)
+        if sa != sb:
+            cover.problems += coverage_problems(task, [(a.label, sa), (b.label, sb)])
+            cover.notes.append(
+                f"{task}: {len(sa - sb)} items of {a.label} and {len(sb - sa)} of {b.label} dropped, "
+                f"{len(common)} compared"
+            )
+    return cover
+
+
+def refuse_mismatch(problems: list[str]) -> None:
+    if problems:
+        raise ValueError(
+            "the runs do not cover the same items, so they cannot be paired (run both on the same items: the same "
+            "--limit and data), or give --common-items to compare the items they share:\n  " + "\n  ".join(problems)
+        )
+
+
+@dataclass
+class Comparison:
+    """What the command found: its rows (every p adjusted together) and the lines that qualify them."""
+
+    mode: str  # "items" or "pairs"
+    correction: str
+    pairs: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    notes: list[str]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"mode": self.mode, "correction": self.correction, "alpha": ALPHA, "pairs": self.pairs} | {
+            "rows": self.rows,
+            "notes": self.notes,
+        }
+
+
+def pair_info(a: CompareRun, b: CompareRun) -> dict[str, Any]:
+    return {"a": a.label, "b": b.label, "differing_settings": settings_text(differing_settings(a.run, b.run))}
+
+
+def common_tasks(a: CompareRun, b: CompareRun, family: Family, notes: list[str]) -> list[str]:
+    ta, tb = a.tasks(family), b.tasks(family)
+    if only := sorted(set(ta) ^ set(tb)):
+        notes.append(f"{a.label} vs {b.label}: tasks not in both runs, left out: {', '.join(only)}")
+    return [t for t in ta if t in tb]
+
+
+def item_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items: bool) -> tuple[list[dict], list[str]]:
+    """The rows of every measure of every task of every pair (items matched by id)."""
+    rows, notes, problems = [], [], []
+    for a, b in pairs:
+        for family in FAMILIES.values():
+            tasks = common_tasks(a, b, family, notes)
+            if not tasks:
+                continue
+            cover = coverage(a, b, family, tasks)
+            problems += cover.problems
+            notes += cover.notes
+            if cover.problems and not common_items:
+                continue
+            head = {"a": a.label, "b": b.label, "family": family.name}
+            module = hooks(family)
+            for task in tasks:
+                measures_a = module.item_measures(task, a.records_of(task), a.options(task))
+                measures_b = module.item_measures(task, b.records_of(task), b.options(task))
+                rows += measure_rows(head | {"task": task}, measures_a, measures_b, cover.ids[task])
+            if overall := getattr(module, "overall_measures", None):
+                rows += overall_rows(head, overall, a, b, tasks, cover)
+            if scores := getattr(module, "run_scores", None):
+                sa, sb = scores(a.tasks(family)), scores(b.tasks(family))
+                for name in sa.keys() & sb.keys():
+                    rows.append(head | {"task": "(run)", "measure": name, "value_a": sa[name], "value_b": sb[name]})
+                    rows[-1] |= {"difference": sb[name] - sa[name], "p": math.nan, "test": "none (one number per run)"}
+    if not common_items:
+        refuse_mismatch(problems)
+    return rows, notes
+
+
+def measure_rows(
+    head: dict[str, Any], measures_a: Sequence[ItemMeasure], measures_b: Sequence[ItemMeasure], ids: Sequence[str]
+) -> list[dict[str, Any]]:
+    """One row per measure both runs have, on the items `ids`."""
+    by_name = {m.name: m for m in measures_b}
+    return [
+        head | {"headline": m.headline} | measure_row(m, by_name[m.name], ids) for m in measures_a if m.name in by_name
+    ]
+
+
+def overall_rows(
+    head: dict[str, Any], overall: Any, a: CompareRun, b: CompareRun, tasks: Sequence[str], cover: Coverage
+) -> list[dict[str, Any]]:
+    """The family's pooled rows: its `overall_measures({task: records}, {task: options})` gives {row:
+    measures} whose items are (task, item id); compared on the items both runs have of each task."""
+    found_a = overall({t: a.records_of(t) for t in tasks}, {t: a.options(t) for t in tasks})
+    found_b = overall({t: b.records_of(t) for t in tasks}, {t: b.options(t) for t in tasks})
+    rows = []
+    for name, measures in found_a.items():
+        if name in found_b and measures:
+            ids = [(t, i) for t in tasks for i in cover.ids[t] if (t, i) in measures[0].values]
+            rows += measure_rows(head | {"task": name}, measures, found_b[name], ids)
+    return rows
+
+
+def _kept(run: CompareRun, family: Family, ids: dict[str, list[str]]) -> dict[str, list]:
+    """{task: the run's records of the items in `ids`} (all of them where the runs cover the same items)."""
+    ids_of = hooks(family).item_ids
+    return {
+        t: [r for r, i in zip(run.records_of(t), ids_of(run.records_of(t))) if i in set(keep)]
+        for t, keep in ids.items()
+    }
+
+
+def model_pair_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items: bool) -> tuple[list[dict], list[str]]:
+    """The model-pairs form per family: one row per task, its units over the pairs (`compare_pairs`)."""
+    rows, notes, problems = [], [], []
+    for family in FAMILIES.values():
+        if not all(a.tasks(family) and b.tasks(family) for a, b in pairs):
+            continue
+        tasks = sorted(set.intersection(*(set(r.tasks(family)) for pair in pairs for r in pair)))
+        covers = [coverage(a, b, family, tasks) for a, b in pairs]
+        problems += [p for c in covers for p in c.problems]
+        notes += [n for c in covers for n in c.notes]
+        units = hooks(family).unit_biases
+        biases = [(units(_kept(a, family, c.ids)), units(_kept(b, family, c.ids))) for (a, b), c in zip(pairs, covers)]
+        family_rows, left = pair_effects(biases, getattr(hooks(family), "PAIR_UNIT", "task"))
+        rows += [{"family": family.name} | r for r in family_rows]
+        only = sorted({t for pair in pairs for r in pair for t in r.tasks(family)} - set(tasks))
+        if only:
+            notes.append(f"{family.title}: tasks not in every run, left out: {', '.join(only)}")
+    if not common_items:
+        refuse_mismatch(problems)
+    return rows, notes
+
+
+def published_pairs(spec: str, runs: Sequence[CompareRun]) -> tuple[list[tuple[CompareRun, CompareRun]], list[str]]:
+    """`--published FAMILY[:MODEL,…]`: each run (B) paired with each published model (A) of the
+    family, as rescored on the run's own items by the family's `published_records` hook; and notes."""
+    name, _, models = spec.partition(":")
+    family = FAMILIES.get(name)
+    module = None if family is None else family_module(family.name, "compare")
+    if family is None or not hasattr(module, "published_records"):
+        have = [f for f in FAMILIES if hasattr(family_module(f, "compare"), "published_records")]
+        raise ValueError(f"--published {spec}: no published per-item data for {name!r} (families with some: {have})")
+    chosen = module.published_models([m.strip() for m in models.split(",") if m.strip()])
+    pairs, notes = [], []
+    for run in runs:
+        ids = {task: module.item_ids(records) for task, records in run.tasks(family).items()}
+        if not ids:
+            notes.append(f"{run.label}: no {family.title} task, not compared with the published models")
+            continue
+        for model in chosen:
+            label, records = module.published_records(model, ids)
+            run_of = Run(label, module.published_settings())
+            pairs.append((CompareRun(label, run_of, Path(model), dict.fromkeys(records), records), run))
+    if not pairs:
+        raise ValueError(f"--published {spec}: none of the runs has a {family.title} task")
+    notes.append(
+        f"published models ({family.title}): their released answers rescored on each run's own items (matched by "
+        "id); the items they lack are dropped and counted, and their prompts are the paper's, whatever the run's settings"
+    )
+    return pairs, notes
+
+
+def compare(
+    paths: Sequence[Path],
+    baseline: str | None = None,
+    pairs: str | None = None,
+    common_items: bool = False,
+    allow_settings: bool = False,
+    correction: str = "holm",
+    published: str | None = None,
+) -> Comparison:
+    """Every comparison the command makes, its p-values adjusted together (`correction`). With
+    `published` ("response_bias" or "response_bias:MODEL,…"), each run (or the `baseline` run only)
+    against each published model of the family, on their common items."""
+    if published is not None:
+        if pairs is not None:
+            raise ValueError("--published and --pairs: give one of them")
+        runs = load_runs(paths)
+        chosen, notes = published_pairs(published, [pick(baseline, runs, "--baseline")] if baseline else runs)
+        rows, more = item_rows(chosen, common_items=True)
+        return compare_pairs(chosen, rows, notes + more, "items", correction)
+    if baseline is not None and pairs is not None:
+        raise ValueError("--baseline and --pairs: give one of them")
+    chosen = run_pairs(load_runs(paths), baseline, pairs)
+    check_settings(chosen, allow_settings)
+    mode = "pairs" if pairs else "items"
+    rows, notes = (model_pair_rows if pairs else item_rows)(chosen, common_items)
+    return compare_pairs(chosen, rows, notes, mode, correction)
+
+
+def compare_pairs(
+    chosen: Sequence[tuple[CompareRun, CompareRun]], rows: list[dict], notes: list[str], mode: str, correction: str
+) -> Comparison:
+    """The comparison of the rows found: every p adjusted together (`correction`)."""
+    if not rows:
+        raise ValueError("no task is present in both runs of any pair: nothing to compare")
+    p_key = "p_value" if mode == "pairs" else "p"
+    adjusted = adjust([r.get(p_key, math.nan) for r in rows], correction)
+    for row, p in zip(rows, adjusted):
+        row["p_adjusted"] = float(p)
+        row["significant"] = bool(p < ALPHA)
+    return Comparison(mode, correction, [pair_info(a, b) for a, b in chosen], rows, notes)
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from biasmonkey.harness_ext.app.compare_output import markdown, plain, write_outputs
+
+    result = compare(
+        args.runs, args.baseline, args.pairs, args.common_items, args.allow_settings, args.correction, args.published
+    )
+    for note in result.notes:
+        print(f"biasmonkey: {note}", file=sys.stderr)
+    print(json.dumps(plain(result.as_dict()), indent=2) if args.json else markdown(result))
+    if args.output is not None:
+        written = write_outputs(result, args.output)
+        print(f"Comparison written to {', '.join(str(p) for p in written)}", file=sys.stderr)
+    return 0
+
+
+def add_subcommand(sub: Any) -> None:
+    p = sub.add_parser(
+        "compare",
+        help="paired comparisons of runs on the same items (every family): differences, CIs, tests, Holm",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument(
+        "runs", type=Path, nargs="+", metavar="RUN", help="lm-eval output folders, Inspect log folders or log files"
+    )
+    p.add_argument(
+        "--baseline", metavar="RUN", help="compare every other run with this one (a run's label, model or path)"
+    )
+    p.add_argument(
+        "--pairs",
+        metavar="A:B,C:D",
+        help="model pairs (e.g. base:instruct): the mean over pairs of the change in each task's bias measure, "
+        "Cohen's d and p (Bhatt & Ivanova's Table 1 form)",
+    )
+    p.add_argument(
+        "--published",
+        metavar="FAMILY[:MODEL,…]",
+        help="compare each run (or the --baseline run) with published models on the items both have, e.g. "
+        "response_bias (the paper's nine models, their released samples rescored) or response_bias:llama2-7b,gpt-3.5-turbo",
+    )
+    p.add_argument(
+        "--common-items",
+        action="store_true",
+        help="compare the items both runs have (else: refuse runs on other items)",
+    )
+    p.add_argument(
+        "--allow-settings",
+        action="store_true",
+        help="compare runs whose settings change the prompts (named in the output)",
+    )
+    p.add_argument(
+        "--correction",
+        choices=tuple(CORRECTIONS),
+        default="holm",
+        help="multiple-comparison adjustment over every p-value of the command (default: holm)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument("--output", type=Path, metavar="DIR", help="also write compare.md, .csv, .json and forest.png here")
+    p.set_defaults(func=cmd_compare)

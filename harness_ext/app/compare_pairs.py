@@ -1,0 +1,60 @@
+"""The model-pairs form of a comparison (Bhatt & Ivanova's Table 1), for any family, and the check
+that two runs cover the same items.
+
+Each run gives, per row (a task), its units' biases ({row: {unit: bias}}, from its family's
+`compare.unit_biases`); per row, one unit per (model pair, unit), the change of |bias| from A to B,
+paired d_z and t-test (`metrics.paired.magnitude_change`). `biasmonkey yesno-compare` and
+`biasmonkey compare --pairs` both compute their rows here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from biasmonkey.metrics.paired import magnitude_change
+
+UnitBiases = Mapping[str, Mapping[str, float]]  # {row: {unit: bias}} of one run
+
+
+def few(ids: Iterable[str], n: int = 3) -> str:
+    """A few ids, sorted: "a, b, c, …"."""
+    ids = sorted(ids)
+    return ", ".join(ids[:n]) + (", …" if len(ids) > n else "")
+
+
+def coverage_problems(task: str, sides: Sequence[tuple[Any, set[str]]]) -> list[str]:
+    """Where two runs ((label, item ids) each) differ on a task: how many of the other's items each
+    lacks, and which (a few ids)."""
+    problems = []
+    for (label, own), (other, theirs) in (sides[::-1], sides):
+        if missing := theirs - own:
+            problems.append(
+                f"{task}: {label} lacks {len(missing)} of the {len(theirs)} items of {other} ({few(missing)})"
+            )
+    return problems
+
+
+def common_rows(biases: Iterable[UnitBiases]) -> list[str]:
+    """The rows every run has."""
+    return sorted(set.intersection(*(set(b) for b in biases)))
+
+
+def pair_effects(pairs: Sequence[tuple[UnitBiases, UnitBiases]], unit: str) -> tuple[list[dict[str, Any]], list[str]]:
+    """One row per row found in every run, and the rows left out because some run lacks them. A row's
+    units: every (pair, unit) where both runs' biases are finite; the others are counted (`undefined_units`)."""
+    flat = [b for pair in pairs for b in pair]
+    common = common_rows(flat)
+    rows = []
+    for task in common:
+        base = [a[task][u] for a, _ in pairs for u in sorted(a[task])]
+        other = [b[task][u] for _, b in pairs for u in sorted(b[task])]
+        defined = [(x, y) for x, y in zip(base, other) if math.isfinite(x) and math.isfinite(y)]
+        dropped = len(base) - len(defined)
+        row: dict[str, Any] = {"task": task, "unit": unit, "n_pairs": len(pairs)}
+        if not defined:
+            rows.append({**row, "n": 0, "undefined_units": dropped})
+            continue
+        rows.append({**row, **magnitude_change(*zip(*defined)).as_dict(), "undefined_units": dropped})
+    return rows, sorted(set().union(*flat) - set(common))

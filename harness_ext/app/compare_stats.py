@@ -1,0 +1,65 @@
+"""One row of `biasmonkey compare` per measure: two runs' values of the same items, paired.
+
+The measures come from the families (`tasks.contract.ItemMeasure`); this module only matches the
+items and calls `metrics.paired`. A difference is always B − A (A: the first run of the pair, or
+the baseline).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from biasmonkey.metrics.paired import RESAMPLES, SEED, mcnemar, mean_statistic, paired_bootstrap, paired_t, wilcoxon
+from biasmonkey.tasks.contract import ItemMeasure
+
+TESTS = {"t": "paired t", "bootstrap": f"paired bootstrap ({RESAMPLES} resamples, seed {SEED})"}
+MCNEMAR = {"exact": "McNemar exact (binomial)", "chi2": "McNemar χ² (continuity-corrected)"}
+
+
+def _present(value: Any) -> bool:
+    return value is not None and bool(np.all(np.isfinite(np.asarray(value, dtype=float))))
+
+
+def kept_ids(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> list[Any]:
+    """The items (in `ids` order) that have a value in both runs."""
+    return [i for i in ids if _present(a.values.get(i)) and _present(b.values.get(i))]
+
+
+def paired_values(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> tuple[np.ndarray, np.ndarray]:
+    """The two runs' values of the items (in `ids` order) that have one in both runs."""
+    kept = kept_ids(a, b, ids)
+    if not kept:
+        return np.empty(0), np.empty(0)
+    return np.array([a.values[i] for i in kept], dtype=float), np.array([b.values[i] for i in kept], dtype=float)
+
+
+def measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str, Any]:
+    """The comparison of one measure on the items `ids` (both runs have them)."""
+    x, y = paired_values(a, b, ids)
+    row: dict[str, Any] = {"measure": a.name, "n": int(x.shape[0]), "left_out": len(ids) - int(x.shape[0])}
+    nan = math.nan
+    if not row["n"]:
+        return row | dict.fromkeys(("value_a", "value_b", "difference", "ci_low", "ci_high", "p", "d_z"), nan)
+    if a.test == "t":
+        t = paired_t(x, y)
+        row |= {"value_a": t.mean_a, "value_b": t.mean_b, "difference": t.difference, "ci_low": t.ci_low}
+        row |= {"ci_high": t.ci_high, "ci": "t", "p": t.p, "test": TESTS["t"], "d_z": t.d_z}
+        if a.wilcoxon:
+            row["p_wilcoxon"] = wilcoxon(x, y).p
+        return row
+    statistic = a.statistic or mean_statistic
+    strata = None if a.strata is None else [a.strata[i] for i in kept_ids(a, b, ids)]
+    boot = paired_bootstrap(x, y, statistic, strata=strata)
+    row |= {"value_a": boot.value_a, "value_b": boot.value_b, "difference": boot.difference}
+    row |= {"ci_low": boot.ci_low, "ci_high": boot.ci_high, "ci": "bootstrap", "d_z": nan}
+    if a.test == "bootstrap":
+        return row | {"p": boot.p, "test": TESTS["bootstrap"]}
+    if a.test != "mcnemar":
+        raise ValueError(f"measure {a.name}: unknown test {a.test!r} (t, mcnemar or bootstrap)")
+    binary = np.isin(x, (0, 1)) & np.isin(y, (0, 1))  # a tie's half-credit has no place in McNemar's table
+    test = mcnemar(x[binary], y[binary])
+    return row | {"p": test.p, "test": MCNEMAR[test.method], "mcnemar_left_out": int((~binary).sum())}

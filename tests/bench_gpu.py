@@ -1,0 +1,404 @@
+"""GPU benchmark of `--model biasmonkey-hf` against stock lm-eval `hf` and the floor (not a test).
+
+Two steps, so that the GPU machine needs neither network nor task data:
+
+    python tests/bench_gpu.py build --bundle gpu_bundle           # any machine with the data
+    python tests/bench_gpu.py run --bundle gpu_bundle --shapes 1.7b 8b --out bench_out/gpu.json
+
+`build` records lm-eval's token-level log-likelihood requests of every suite (every document;
+cognitive: the test fixture) with the SmolLM2 tokenizer, and saves them with the tokenizer.
+`run` builds random-weight Llama models of the given shapes on the GPU (timings do not depend on
+the weights; the vocabulary is SmolLM2's 49,152), bfloat16 with sdpa attention, and per model and
+suite times, after a warm-up on an eighth of each suite's requests, the fastest of `--rounds`
+interleaved rounds of:
+
+- stock `hf` (lm-eval's `HFLM._loglikelihood_tokens`) at each `--stock-batch` (`auto`: lm-eval's
+  detection, run on every call as it does; measured in the first round only);
+- `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py) and `--row-tokens`;
+- the floor: one batched forward per distinct context, the LM head at the last position only
+  (bench_floor.py), at `--floor-batch` rows.
+
+It prints and writes, per model and suite: those times and their ratios; the share of the compute
+limit (2 x non-embedding parameters x prefix-tree tokens at the device's measured bf16 matrix
+rate); where biasmonkey-hf's time goes (model forwards, kept-cache assembly, the host's Python
+around them; from one extra call with the device synchronised around each part); the same for
+the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
+between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
+float32 on the first `--float32-requests` requests of each suite (first shape only).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import gzip
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("HF_DATASETS_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402
+from bench_floor import last_position_forward, synchronize  # noqa: E402
+from lm_eval.models.huggingface import HFLM  # noqa: E402
+
+from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM  # noqa: E402
+
+GPU_SUITES = ["yesno_few_shot", "response_bias", "answer_position", "cognitive"]
+VOCABULARY = 49152  # SmolLM2's tokenizer
+# Llama-architecture shapes: SmolLM2-1.7B's, and Llama-3-8B's with SmolLM2's vocabulary.
+SHAPES: dict[str, dict[str, Any]] = {
+    "tiny": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, tie_word_embeddings=True),
+    "1.7b": dict(hidden_size=2048, intermediate_size=8192, num_hidden_layers=24, num_attention_heads=32,
+                 num_key_value_heads=32, tie_word_embeddings=True, rope_theta=130000.0),
+    "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
+               num_key_value_heads=8, tie_word_embeddings=False, rope_theta=500000.0),
+}  # fmt: skip
+COUNTERS = ("trie_tokens", "computed_tokens", "continuation_tokens", "padding_tokens", "forward_passes", "rows")
+
+Requests = list[tuple[tuple[str, str], list[int], list[int]]]
+
+
+# ---------------------------------------------------------------------------- build (any machine)
+
+
+def build(bundle: Path) -> None:
+    from bench_prefix_sharing import Recorder, default_model, requests_of
+
+    lm = PrefixReuseHFLM(pretrained=default_model(), device="cpu", batch_size=1, dtype="float32")
+    recorder = Recorder(pretrained=lm.model, tokenizer=lm.tokenizer, device="cpu", batch_size=1)
+    suites = {}
+    for suite in GPU_SUITES:
+        requests = requests_of(recorder, suite, every=True)
+        contexts = sorted({tuple(context) for _, context, _ in requests})
+        index = {context: i for i, context in enumerate(contexts)}
+        suites[suite] = {
+            "contexts": [list(c) for c in contexts],
+            "requests": [[index[tuple(context)], list(cont)] for _, context, cont in requests],
+        }
+        print(f"{suite}: {len(requests)} requests, {len(contexts)} distinct contexts", flush=True)
+    bundle.mkdir(parents=True, exist_ok=True)
+    lm.tokenizer.save_pretrained(bundle / "tokenizer")
+    with gzip.open(bundle / "requests.json.gz", "wt") as f:
+        json.dump(suites, f)
+
+
+def load_bundle(bundle: Path) -> dict[str, Requests]:
+    with gzip.open(bundle / "requests.json.gz", "rt") as f:
+        suites = json.load(f)
+    return {
+        suite: [(("", ""), data["contexts"][i], cont) for i, cont in data["requests"]] for suite, data in suites.items()
+    }
+
+
+# ---------------------------------------------------------------------------- run (the GPU machine)
+
+
+def build_model(shape: str, dtype: torch.dtype, device: str) -> torch.nn.Module:
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(vocab_size=VOCABULARY, max_position_embeddings=8192, **SHAPES[shape])
+    config._attn_implementation = "sdpa"
+    torch.manual_seed(0)
+    with torch.device(device):
+        model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation="sdpa")
+    return model.eval()
+
+
+def non_embedding_parameters(model: torch.nn.Module) -> int:
+    embedded = {id(p) for m in (model.get_input_embeddings(), model.get_output_embeddings()) for p in m.parameters()}
+    return sum(p.numel() for p in model.parameters() if id(p) not in embedded)
+
+
+def matmul_rate(device: str) -> float:
+    """The device's bfloat16 matrix-product rate in FLOP/s (8192^3, the mean of ten after three)."""
+    if torch.device(device).type != "cuda":
+        return float("nan")
+    a = torch.randn(8192, 8192, device=device, dtype=torch.bfloat16)
+    for _ in range(3):
+        a @ a
+    synchronize(device)
+    start = time.perf_counter()
+    for _ in range(10):
+        a @ a
+    synchronize(device)
+    return 10 * 2 * 8192**3 / (time.perf_counter() - start)
+
+
+def timed(device: str, call: Callable[[], Any]) -> tuple[float, Any]:
+    synchronize(device)
+    start = time.perf_counter()
+    out = call()
+    synchronize(device)
+    return time.perf_counter() - start, out
+
+
+def breakdown(lm: PrefixReuseHFLM, requests: Requests, device: str) -> dict[str, float]:
+    """Seconds of one call in model forwards, kept-cache assembly and the rest (the host), the
+    device synchronised around each forward and each assembly."""
+    spent = {"model": 0.0, "cache": 0.0}
+
+    def clocked(part: str, method: Callable) -> Callable:
+        def run(*args: Any, **kwargs: Any) -> Any:
+            seconds, out = timed(device, lambda: method(*args, **kwargs))
+            spent[part] += seconds
+            return out
+
+        return run
+
+    lm._forward = clocked("model", lm._forward)
+    lm._prefix_cache = clocked("cache", lm._prefix_cache)
+    try:
+        total, _ = timed(device, lambda: lm._loglikelihood_tokens(requests, disable_tqdm=True))
+    finally:
+        del lm._forward, lm._prefix_cache
+    return {"total": total, **spent, "host": total - spent["model"] - spent["cache"]}
+
+
+def plan_estimates(
+    model: torch.nn.Module, tokenizer: Any, suites: dict[str, Requests], rows: dict[str, Any], device: str
+) -> dict[str, Any]:
+    """`biasmonkey plan --calibrate --device cuda` on this model (saved to a temporary folder): its
+    seconds per prompt token, and per suite its estimates (prompt tokens for stock `hf`, trie tokens
+    for biasmonkey-hf) beside the measured times."""
+    import tempfile
+
+    from biasmonkey.harness_ext.app.calibrate import calibrate
+
+    with tempfile.TemporaryDirectory() as folder:
+        model.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        contexts = [c for requests in suites.values() for _, c, _ in requests]
+        calibration = calibrate(folder, contexts, device)
+    per_token = calibration.seconds_per_token
+    out: dict[str, Any] = {"seconds_per_token": per_token, "dtype": calibration.dtype, "suites": {}}
+    for suite, requests in suites.items():
+        if suite not in rows:
+            continue
+        prompt_tokens = sum(len(c) for c in {tuple(c) for _, c, _ in requests})
+        seconds = rows[suite]["seconds"]
+        out["suites"][suite] = {
+            "stock_estimate_s": round(prompt_tokens * per_token, 3),
+            "stock_measured_s": min((v for k, v in seconds.items() if k.startswith("stock_")), default=None),
+            "biasmonkey_estimate_s": round(rows[suite]["trie_tokens"] * per_token, 3),
+            "biasmonkey_measured_s": min((v for k, v in seconds.items() if k.startswith("biasmonkey_")), default=None),
+        }
+    return out
+
+
+def largest_difference(a: list[tuple[float, bool]], b: list[tuple[float, bool]]) -> float:
+    return max(abs(x - y) for (x, _), (y, _) in zip(a, b))
+
+
+def batch_argument(value: str) -> int | str:
+    return value if value.startswith("auto") else int(value)
+
+
+class Bench:
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.started = time.perf_counter()
+        self.report: dict[str, Any] = {"device": "", "models": {}, "skipped": []}
+
+    def over_budget(self, what: str) -> bool:
+        if time.perf_counter() - self.started > self.args.budget:
+            self.report["skipped"].append(what)
+            print(f"over the time budget: skipping {what}", flush=True)
+            return True
+        return False
+
+    def save(self) -> None:
+        self.args.out.parent.mkdir(parents=True, exist_ok=True)
+        self.args.out.write_text(json.dumps(self.report, indent=1) + "\n")
+
+    def run(self) -> None:
+        args = self.args
+        from transformers import AutoTokenizer
+
+        tokenizer = AutoTokenizer.from_pretrained(args.bundle / "tokenizer")
+        suites = load_bundle(args.bundle)
+        if args.suites:
+            suites = {s: suites[s] for s in args.suites}
+        device = args.device
+        self.report["device"] = torch.cuda.get_device_name(device) if device.startswith("cuda") else device
+        rate = matmul_rate(device)
+        self.report["bf16_matmul_tflops"] = round(rate / 1e12, 1)
+        print(f"{self.report['device']}: bf16 matrix products at {rate / 1e12:.0f} TFLOP/s", flush=True)
+        for n, shape in enumerate(args.shapes):
+            if self.over_budget(f"model {shape}"):
+                break
+            self.model(shape, tokenizer, suites, rate, float32=n == 0 and args.float32_requests > 0)
+        self.save()
+        print_table(self.report)
+
+    def model(self, shape: str, tokenizer: Any, suites: dict[str, Requests], rate: float, float32: bool) -> None:
+        args, device = self.args, self.args.device
+        model = build_model(shape, torch.bfloat16, device)
+        parameters = non_embedding_parameters(model)
+        common = {"pretrained": model, "tokenizer": tokenizer, "max_batch_size": 64}
+        stock = {f"stock_{b}": HFLM(batch_size=batch_argument(b), **common) for b in args.stock_batch}
+        ours = {
+            f"biasmonkey_{b}" + (f"_rows{r}" if len(args.row_tokens) > 1 else ""): PrefixReuseHFLM(
+                batch_size=batch_argument(b), row_tokens=r, **common
+            )
+            for b in args.batch
+            for r in args.row_tokens
+        }
+        first_lm = next(iter(ours.values()))
+        floor_lm = next(iter(stock.values()))
+        entry: dict[str, Any] = {"non_embedding_parameters": parameters, "suites": {}}
+        self.report["models"][shape] = entry
+        # the first call on the fresh model, as a user's run meets it
+        first_suite = next(iter(suites))
+        first = breakdown(first_lm, suites[first_suite], device)
+        entry["first_call_s"], entry["first_call_breakdown_s"] = (
+            first["total"],
+            {k: round(v, 3) for k, v in first.items()},
+        )
+        entry["first_call_suite"] = first_suite
+        for suite, requests in suites.items():  # warm-up
+            part = requests[: max(1, len(requests) // 8)]
+            for name, lm in {**stock, **ours}.items():
+                if not (name.startswith("stock_auto") or lm is first_lm and suite == first_suite):
+                    lm._loglikelihood_tokens(part, disable_tqdm=True)
+            last_position_forward(floor_lm, list({tuple(c) for _, c, _ in part}), args.floor_batch)
+
+        seconds: dict[str, dict[str, list[float]]] = {s: {} for s in suites}
+        answers: dict[str, dict[str, list]] = {s: {} for s in suites}
+        for round_ in range(args.rounds):
+            for suite, requests in suites.items():
+                if self.over_budget(f"{shape} round {round_ + 1} {suite}"):
+                    continue
+                contexts = list({tuple(c) for _, c, _ in requests})
+                times = seconds[suite]
+                times.setdefault("floor", []).append(
+                    last_position_forward(floor_lm, contexts, args.floor_batch) if contexts else float("nan")
+                )
+                for name, lm in {**stock, **ours}.items():
+                    if name.startswith("stock_auto") and round_:
+                        continue  # its detection dominates; once is enough
+                    if isinstance(lm, PrefixReuseHFLM):
+                        lm.reset_counters()
+                    t, out = timed(device, functools.partial(lm._loglikelihood_tokens, requests, True))
+                    times.setdefault(name, []).append(t)
+                    answers[suite].setdefault(name, out)
+                print(f"{shape} round {round_ + 1} {suite}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()))
+                entry["suites"][suite] = self.summary(suite, requests, times, answers[suite], ours, parameters, rate)
+                self.save()
+        for suite, requests in suites.items():
+            if suite in entry["suites"] and not self.over_budget(f"{shape} breakdown {suite}"):
+                entry["suites"][suite]["breakdown_s"] = {
+                    k: round(v, 3) for k, v in breakdown(first_lm, requests, device).items()
+                }
+        if float32 and not self.over_budget(f"{shape} calibration"):
+            entry["plan_calibration"] = plan_estimates(model, tokenizer, suites, entry["suites"], device)
+        if float32 and not self.over_budget(f"{shape} float32"):
+            model.float()
+            entry["float32_max_abs_difference"] = {
+                suite: largest_difference(
+                    HFLM(batch_size=32, **common)._loglikelihood_tokens(requests[: args.float32_requests], True),
+                    PrefixReuseHFLM(batch_size=32, **common)._loglikelihood_tokens(
+                        requests[: args.float32_requests], True
+                    ),
+                )
+                for suite, requests in suites.items()
+            }
+        self.save()
+        del stock, ours, model
+        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+
+    @staticmethod
+    def summary(
+        suite: str,
+        requests: Requests,
+        times: dict[str, list[float]],
+        answers: dict[str, list],
+        ours: dict[str, PrefixReuseHFLM],
+        parameters: int,
+        rate: float,
+    ) -> dict[str, Any]:
+        best = {name: min(values) for name, values in times.items()}
+        lm = next(iter(ours.values()))
+        counters = {name: getattr(lm, name) for name in COUNTERS}
+        tree_tokens = counters["computed_tokens"] + counters["continuation_tokens"]
+        limit_s = 2 * parameters * tree_tokens / rate
+        out: dict[str, Any] = {
+            "requests": len(requests),
+            "distinct_contexts": len({tuple(c) for _, c, _ in requests}),
+            "seconds": {k: round(v, 4) for k, v in best.items()},
+            **counters,
+            "compute_limit_s": round(limit_s, 4),
+        }
+        for name in ours:
+            if name in best:
+                out[f"{name}_over_floor"] = round(best[name] / best["floor"], 3)
+                out[f"{name}_share_of_limit"] = round(limit_s / best[name], 3)
+                for stock_name in (k for k in best if k.startswith("stock_")):
+                    out[f"{name}_over_{stock_name}"] = round(best[name] / best[stock_name], 3)
+        stock_names = [k for k in answers if k.startswith("stock_")]
+        our_names = [k for k in answers if k.startswith("biasmonkey_")]
+        if stock_names and our_names:
+            out["bf16_max_abs_difference_stock_vs_biasmonkey"] = largest_difference(
+                answers[stock_names[0]], answers[our_names[0]]
+            )
+        if len(stock_names) > 1:
+            out["bf16_max_abs_difference_stock_across_batch_sizes"] = largest_difference(
+                answers[stock_names[0]], answers[stock_names[1]]
+            )
+        if len(our_names) > 1:
+            out["bf16_max_abs_difference_biasmonkey_across_batch_sizes"] = max(
+                largest_difference(answers[our_names[0]], answers[k]) for k in our_names[1:]
+            )
+        return out
+
+
+def print_table(report: dict[str, Any]) -> None:
+    print(f"\n{report['device']}, bf16 matrix products at {report.get('bf16_matmul_tflops')} TFLOP/s")
+    for shape, entry in report["models"].items():
+        print(f"\n## {shape}: {entry['non_embedding_parameters'] / 1e9:.2f} B non-embedding parameters")
+        print(f"first call ({entry.get('first_call_suite')}): {entry.get('first_call_breakdown_s')}")
+        for suite, row in entry["suites"].items():
+            print(f"\n### {suite}: {row['requests']} requests, {row['distinct_contexts']} contexts")
+            print(json.dumps({k: v for k, v in row.items() if k not in ("requests", "distinct_contexts")}, indent=1))
+        if "float32_max_abs_difference" in entry:
+            print("float32 max |difference| stock vs biasmonkey-hf:", entry["float32_max_abs_difference"])
+    if report["skipped"]:
+        print("skipped (time budget):", report["skipped"])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("step", choices=["build", "run"])
+    parser.add_argument("--bundle", type=Path, default=Path("bench_out") / "gpu_bundle")
+    parser.add_argument("--shapes", nargs="+", default=["1.7b", "8b"], choices=list(SHAPES))
+    parser.add_argument("--suites", nargs="+", choices=GPU_SUITES, help="default: every suite in the bundle")
+    parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--batch", nargs="+", default=["32", "64", "auto"], help="biasmonkey-hf batch sizes")
+    parser.add_argument("--stock-batch", nargs="+", default=["32", "64", "auto"], help="stock hf batch sizes")
+    parser.add_argument("--row-tokens", nargs="+", type=int, default=[512], help="biasmonkey-hf row_tokens")
+    parser.add_argument(
+        "--no-cudnn-attention", action="store_true", help="keep sdpa off cuDNN's attention (which plans per shape)"
+    )
+    parser.add_argument("--floor-batch", type=int, default=64)
+    parser.add_argument("--float32-requests", type=int, default=2000)
+    parser.add_argument("--budget", type=float, default=480.0, help="seconds; later steps are skipped beyond it")
+    parser.add_argument("--out", type=Path, default=Path("bench_out") / "gpu.json")
+    args = parser.parse_args()
+    if args.no_cudnn_attention:
+        torch.backends.cuda.enable_cudnn_sdp(False)
+    if args.step == "build":
+        build(args.bundle)
+    else:
+        Bench(args).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""`biasmonkey-hf` reads a forward's scores only once the next forward is queued (so that the host's
+work overlaps the device's): a forward that fails still leaves every earlier answer in the cache."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
+
+
+def test_answers_before_a_failed_forward_reach_the_cache(tiny_model: Path) -> None:
+    lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=1, dtype="float32", row_tokens=4)
+    requests = [((f"c{i}", "x"), [20 + i, 30 + i, 40 + i], [5]) for i in range(6)]  # one row, one forward each
+    expected = dict(zip([r[0] for r in requests], lm._loglikelihood_tokens(requests, disable_tqdm=True)))
+
+    stored: list[tuple] = []
+    lm.cache_hook.add_partial = lambda attr, req, res: stored.append((req, res))
+    run_rows, calls = lm._run_rows, []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return run_rows(*args, **kwargs)
+
+    lm._run_rows = failing
+    with pytest.raises(RuntimeError, match="simulated"):
+        lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    # the three forwards before the failure answered three requests, the third one read on the way out
+    assert len(stored) == 3
+    for request, answer in stored:
+        assert answer == pytest.approx(expected[request])
