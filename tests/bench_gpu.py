@@ -312,7 +312,8 @@ class Bench:
             }
         self.save()
         del stock, ours, model
-        torch.cuda.empty_cache() if torch.cuda.is_available() else None
+        if torch.cuda.is_available():
+            torch.cuda.empty_cache()
 
     @staticmethod
     def summary(

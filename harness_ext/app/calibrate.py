@@ -50,8 +50,9 @@ def calibrate(
 
     cuda = torch.device(device).type == "cuda"
     dtype = torch.bfloat16 if cuda else torch.float32
+    warmup = 1 if cuda else 0  # rounds not timed
     if cuda:  # a GPU needs wide batches to be timed as a run uses it
-        prompts, batch_size, rounds = max(prompts, 128), max(batch_size, 32), rounds + 1
+        prompts, batch_size = max(prompts, 128), max(batch_size, 32)
     sample = sample_prompts(contexts, prompts)
     if not sample:
         raise ValueError("--calibrate: the plan has no prompt to time")
@@ -62,7 +63,7 @@ def calibrate(
     pad = lm.config.pad_token_id if lm.config.pad_token_id is not None else 0
     best = float("inf")
     with torch.no_grad():
-        for round_ in range(rounds):
+        for round_ in range(warmup + rounds):
             start = time.perf_counter()
             for i in range(0, len(sample), batch_size):
                 batch = sample[i : i + batch_size]
@@ -72,7 +73,7 @@ def calibrate(
                 lm(input_ids=ids, attention_mask=mask, logits_to_keep=1)
             if cuda:
                 torch.cuda.synchronize(device)
-            if round_ or not cuda:  # on CUDA the first round warms up
+            if round_ >= warmup:
                 best = min(best, time.perf_counter() - start)
     tokens = sum(map(len, sample))
-    return Calibration(best / tokens, len(sample), tokens, rounds - cuda, device, str(dtype).removeprefix("torch."))
+    return Calibration(best / tokens, len(sample), tokens, rounds, device, str(dtype).removeprefix("torch."))

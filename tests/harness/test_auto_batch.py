@@ -40,10 +40,10 @@ def test_row_bytes_by_hand() -> None:
 def test_auto_rows_fits_half_the_free_memory(monkeypatch: pytest.MonkeyPatch) -> None:
     one = row_bytes(CONFIG, torch.float32, width=4, depth=0, scored=1)  # 3656
     monkeypatch.setattr(auto_batch, "free_memory", lambda device: 10 * one)
-    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 0, 1, most=64) == 5  # half of 10 rows
-    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 0, 1, most=3) == 3  # at most max_batch_size
+    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 1, most=64) == 5  # half of 10 rows
+    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 1, most=3) == 3  # at most max_batch_size
     monkeypatch.setattr(auto_batch, "free_memory", lambda device: one // 3)
-    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 0, 1, most=64) == 1  # at least one row
+    assert auto_rows(CONFIG, torch.float32, torch.device("cpu"), 4, 1, most=64) == 1  # at least one row
 
 
 def test_free_memory_on_cpu_is_positive() -> None:

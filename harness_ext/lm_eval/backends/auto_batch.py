@@ -46,10 +46,9 @@ def row_bytes(config: object, dtype: torch.dtype, width: int, depth: int, scored
     return (depth + width) * kept + width * (2 * activations + mask) + logits
 
 
-def auto_rows(
-    config: object, dtype: torch.dtype, device: torch.device, width: int, depth: int, scored: int, most: int
-) -> int:
-    """Rows of `width` positions over `depth` cached ones, `scored` of them scored, that fit in
-    `MEMORY_SHARE` of the free memory: between 1 and `most`."""
-    fit = int(MEMORY_SHARE * free_memory(device) // row_bytes(config, dtype, width, depth, scored))
+def auto_rows(config: object, dtype: torch.dtype, device: torch.device, width: int, scored: int, most: int) -> int:
+    """Rows of `width` positions, `scored` of them scored, that fit in `MEMORY_SHARE` of the free
+    memory: between 1 and `most`. (The backend's forwards hold at most rows × `width` positions,
+    cached prefixes included, so no prefix depth enters.)"""
+    fit = int(MEMORY_SHARE * free_memory(device) // row_bytes(config, dtype, width, 0, scored))
     return max(1, min(most, fit))

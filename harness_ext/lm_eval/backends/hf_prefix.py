@@ -30,8 +30,10 @@ pairs, with compute in proportion to the distinct prompt tokens:
    one batch's paths plus one context's length. With `batch_size=auto` (or `auto:N`) the rows
    per forward are estimated once per call from the rows' shape and the free memory
    (auto_batch.py), not by lm-eval's full-vocabulary probe.
-4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) right after the forward
-   that scores its last token, so a run that fails later resumes without recomputing it. A
+4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) as soon as the scores of
+   the forward that scores its last token are read: once the next forward is queued (the host's
+   work overlapping the device's), or when that next forward fails; so a run that fails later
+   resumes without recomputing it. A
    log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
    request instead, raised before it is cached.
 
@@ -151,11 +153,11 @@ class _Scores:
     ready: torch.cuda.Event | None = None  # recorded after the copies (CUDA only)
 
     def queue(self, values: torch.Tensor, hits: torch.Tensor) -> None:
-        pinned = values.device.type == "cuda"
-        self.values = values.to("cpu", non_blocking=pinned)
-        self.hits = hits.to("cpu", non_blocking=pinned)
-        self.ready = torch.cuda.Event() if pinned else None
-        if self.ready is not None:
+        on_cuda = values.device.type == "cuda"
+        self.values = values.to("cpu", non_blocking=on_cuda)
+        self.hits = hits.to("cpu", non_blocking=on_cuda)
+        if on_cuda:
+            self.ready = torch.cuda.Event()
             self.ready.record()
 
     def read(self, results: dict[tuple[int, int], Answer]) -> list[tuple[int, int]]:
@@ -333,7 +335,7 @@ class PrefixReuseHFLM(HFLM):
             return int(self.batch_size)
         if override_bs:
             return override_bs
-        rows = auto_rows(self.model.config, self.model.dtype, self.device, width, 0, scored, self.max_batch_size)
+        rows = auto_rows(self.model.config, self.model.dtype, self.device, width, scored, self.max_batch_size)
         log.info("biasmonkey-hf: batch_size=auto: %d rows of %d positions per forward", rows, width)
         return rows
 
@@ -398,7 +400,9 @@ class PrefixReuseHFLM(HFLM):
         paths_of: dict[Tokens, list[int]] = {}  # a context's continuations share its path: inserted once
         for context, cont in groups:
             sequence = context + cont[:-1]
-            path = paths_of.get(sequence) or paths_of.setdefault(sequence, trie.insert(sequence))
+            path = paths_of.get(sequence)
+            if path is None:
+                path = paths_of[sequence] = trie.insert(sequence)
             n = len(context)
             context_ends.append(path[n - 1])
             wanted[context, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
