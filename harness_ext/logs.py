@@ -243,11 +243,19 @@ def records_from_eval_log(path: str | Path, family: Family | None = None) -> lis
     from biasmonkey.harness_ext.inspect.logs import logged_scores, read_eval_log
 
     if family is None:
-        task = read_eval_log(str(path), header_only=True).eval.task
+        task = logged_task(read_eval_log(str(path), header_only=True))
         family = family_of(task)
         if family is None:
             raise ValueError(f"{path}: the log of {task!r}, not of a biasmonkey task")
     return [family.from_inspect(s) for s in logged_scores(path, family.scorer, family.inspect_per_epoch)]
+
+
+def logged_task(header: Any) -> str:
+    """The task an Inspect log is of: the biasmonkey task its task's metadata names
+    (`biasmonkey_task`: a task that wraps another, `biasmonkey/position -T task=mc` →
+    `biasmonkey/position_mc`), else the log's task name."""
+    named = (header.eval.metadata or {}).get("biasmonkey_task")
+    return INSPECT_PREFIX + named if isinstance(named, str) and named else header.eval.task
 
 
 # ---------------------------------------------------------------------------- run identity
@@ -455,7 +463,8 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
             header = read_eval_log(str(log_path), header_only=True)
         except Exception as err:
             raise ValueError(f"{log_path}: not a readable Inspect log ({type(err).__name__}: {err})") from err
-        family = _reported(header.eval.task) if header.eval.task.startswith(INSPECT_PREFIX) else None
+        task = logged_task(header)
+        family = _reported(task) if task.startswith(INSPECT_PREFIX) else None
         if family is None:
             continue
         info = {
@@ -465,7 +474,7 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
         }
         found.append(
             TaskOutput(
-                base_task_name(header.eval.task) or "",
+                base_task_name(task) or "",
                 family,
                 "inspect",
                 log_path,

@@ -234,6 +234,24 @@ class ItemMeasure:
 
 
 @dataclass(frozen=True)
+class PublishedBiases:
+    """Published models' biases for the model-pairs form of `biasmonkey compare --published FAMILY`
+    without runs (a family's `compare.published_biases(selection)` gives them), where the published
+    data are per-model summaries rather than per-item answers.
+
+    `models`: model -> {row: {unit: bias}} (the shape of a family's `compare.unit_biases`); `pairs`:
+    the default model pairs (A, B), as the authors paired them; `rows`: every row in the order shown,
+    with the columns it adds to its output row (e.g. {"prompt": …, "dataset": …}); `unit`: what a
+    unit is; `notes`: where the numbers come from."""
+
+    models: Mapping[str, Mapping[str, Mapping[str, float]]]
+    pairs: Sequence[tuple[str, str]]
+    rows: Mapping[str, Mapping[str, Any]]
+    unit: str
+    notes: Sequence[str] = ()
+
+
+@dataclass(frozen=True)
 class Family(Generic[R]):
     """Everything the harness adapters, the summaries and the report need to know of a family."""
 
@@ -268,8 +286,12 @@ class Family(Generic[R]):
     lm_eval_tags: Mapping[str, Sequence[str]] = field(default_factory=dict)  # tag (unprefixed) -> its tasks
     lm_eval_groups: Sequence[LmEvalGroup] = ()
     lm_eval_comments: Mapping[str, str] = field(default_factory=dict)  # task -> the comment atop its file
-    # Its table in `biasmonkey summarize`, from the records of each task (in the suite's order) and
-    # the options `summarize` was given; None: one row per task of the metrics it reports.
+    hand_written_files: Sequence[str] = ()  # other lm-eval files of the family, kept by hand (examples)
+    # A family whose task table lists none (any task of a kind can be wrapped): how its tasks are named and run.
+    open_tasks: str = ""
+    # Its table in `biasmonkey summarize`, from the records of each task (in the suite's order), the
+    # tasks' run options (`run_options`) and names (`tasks`) and the options `summarize` was given;
+    # None: one row per task of the metrics it reports.
     summary_table: Callable[..., SummaryTable] | None = None
     # Its pinned upstream files (`tasks.fetch.PinnedFile`s), for `biasmonkey data fetch` / `status`.
     data_files: Callable[[], Sequence[Any]] = lambda: ()

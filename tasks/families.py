@@ -9,19 +9,32 @@ from types import ModuleType
 from biasmonkey.tasks.answer_position.family import FAMILY as ANSWER_POSITION
 from biasmonkey.tasks.cognitive.family import FAMILY as COGNITIVE
 from biasmonkey.tasks.contract import Family, base_task_name
+from biasmonkey.tasks.mc_position.family import FAMILY as POSITION
 from biasmonkey.tasks.response_bias.family import FAMILY as RESPONSE_BIAS
 from biasmonkey.tasks.yesno.family import FAMILY as YESNO
 
-__all__ = ["ANSWER_POSITION", "COGNITIVE", "FAMILIES", "RESPONSE_BIAS", "YESNO", "family_module", "family_of"]
+__all__ = [
+    "ANSWER_POSITION",
+    "COGNITIVE",
+    "FAMILIES",
+    "POSITION",
+    "RESPONSE_BIAS",
+    "YESNO",
+    "family_module",
+    "family_of",
+]
 
-FAMILIES: dict[str, Family] = {f.name: f for f in (RESPONSE_BIAS, YESNO, COGNITIVE, ANSWER_POSITION)}
+FAMILIES: dict[str, Family] = {f.name: f for f in (RESPONSE_BIAS, YESNO, COGNITIVE, ANSWER_POSITION, POSITION)}
 _BY_TASK = {task: family for family in FAMILIES.values() for task in family.tasks}
 
 
 def family_of(task: str) -> Family | None:
     """The family of a task, named without prefix or as lm-eval (`biasmonkey_…`) or Inspect
     (`biasmonkey/…`) names it; None for a task that is not ours."""
-    return _BY_TASK.get(task) or _BY_TASK.get(base_task_name(task) or "")
+    name = base_task_name(task) or task
+    found = _BY_TASK.get(task) or _BY_TASK.get(name)
+    # families whose tasks are open (the wrapped tasks: any `position_<task>`) list none
+    return found or next((f for f in FAMILIES.values() if not f.tasks and name in f.tasks), None)
 
 
 def family_module(family: str, part: str) -> ModuleType | None:

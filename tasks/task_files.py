@@ -80,7 +80,8 @@ def differences(root: Path = TASKS_DIR, families: Mapping[str, Family] = FAMILIE
     """What `write` would change under `root`: differing, missing and extra (not generated, not
     shared) YAML files, as messages; empty when the committed files are current."""
     files = task_files(families)
-    shared = {f"{family.name}/{shared_file(family)}" for family in families.values()}
+    shared = {f"{family.name}/{shared_file(family)}" for family in families.values() if family.tasks}
+    shared |= {f"{family.name}/{path}" for family in families.values() for path in family.hand_written_files}
     on_disk = {path.relative_to(root).as_posix() for path in root.rglob("*.yaml")}
     return [
         *(f"differs: {p}" for p in sorted(files.keys() & on_disk) if (root / p).read_text() != files[p]),

@@ -15,13 +15,18 @@ Every p-value of the command is adjusted together, Holm's method by default (`--
 A family may pool its tasks into rows of its own (`overall_measures`, e.g. answer position over all
 subjects). `--published FAMILY[:MODEL,…]` compares each run with published models instead, where the
 family gives their per-item data (`published_models`, `published_records`: the response-bias paper's
-nine models), on the items both have. The report's comparison section (`report/comparison.py`) pairs
-the runs it found with `item_rows` and `compare_pairs`.
+nine models), on the items both have. Where a family's published data are per-model summaries instead
+(`published_biases`: the yes-no authors' per-domain biases), `compare --published FAMILY[:SELECTION,…]`
+without RUN gives the published models' own model-pairs table (their paper's pairs by default, or
+`--pairs A:B,…` of published models), and a run is not paired with them item by item (an error says
+so). The report's comparison section (`report/comparison.py`) pairs the runs it found with `item_rows`
+and `compare_pairs`.
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import itertools
 import json
 import math
@@ -37,7 +42,7 @@ from biasmonkey.harness_ext.app.summary import runs_in
 from biasmonkey.harness_ext.logs import Run, TaskOutput, short_name
 from biasmonkey.metrics.paired import CORRECTIONS, adjust
 from biasmonkey.tasks.contract import Family, ItemMeasure, lm_eval_task_name
-from biasmonkey.tasks.families import FAMILIES, family_module
+from biasmonkey.tasks.families import FAMILIES, family_module, family_of
 
 ALPHA = 0.05
 # Harness settings that change the prompt text (`harness_ext.logs` names them so in both harnesses);
@@ -58,10 +63,12 @@ class CompareRun:
     records: dict[str, list] = field(default_factory=dict, repr=False)
 
     def tasks(self, family: Family) -> dict[str, list]:
-        """{lm-eval task name: records} of one family's tasks, in the family's order."""
-        return {
-            name: self.records_of(name) for task in family.tasks if (name := lm_eval_task_name(task)) in self.outputs
-        }
+        """{lm-eval task name: records} of one family's tasks, in the family's order (a family whose
+        task table lists none, the wrapped tasks: by name)."""
+        names = [lm_eval_task_name(task) for task in family.tasks] or sorted(
+            name for name in self.outputs if family_of(name) is family
+        )
+        return {name: self.records_of(name) for name in names if name in self.outputs}
 
     def records_of(self, task: str) -> list:
         if task not in self.records:
@@ -308,16 +315,43 @@ def model_pair_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items
     return rows, notes
 
 
+def with_hook(hook: str) -> list[str]:
+    """The families whose `compare` module has `hook`."""
+    return [f for f in FAMILIES if hasattr(family_module(f, "compare"), hook)]
+
+
+def published_family(spec: str) -> tuple[Family, Any, list[str]]:
+    """`--published FAMILY[:WHAT,…]`: the family, its `compare` module and the words after the colon."""
+    name, _, words = spec.partition(":")
+    family = FAMILIES.get(name)
+    module = None if family is None else family_module(family.name, "compare")
+    if family is None or not (hasattr(module, "published_records") or hasattr(module, "published_biases")):
+        have = sorted(set(with_hook("published_records")) | set(with_hook("published_biases")))
+        raise ValueError(f"--published {spec}: no published data for {name!r} (families with some: {', '.join(have)})")
+    return family, module, [w.strip() for w in words.split(",") if w.strip()]
+
+
+def per_item_family(spec: str) -> tuple[Family, Any, list[str]]:
+    """`published_family` of a family with published per-item data (`published_records`), else an error
+    that says why a run cannot be paired with its published models."""
+    family, module, models = published_family(spec)
+    name = family.name
+    if not hasattr(module, "published_records"):
+        raise ValueError(
+            f"--published {spec}: no published per-item data for {name!r}: the published {family.title} data are "
+            f"per-model summaries (one bias per model and {getattr(module, 'PAIR_UNIT', 'task')}), not per-item "
+            "answers, so a run cannot be paired with those models item by item. Without RUN, "
+            f"`biasmonkey compare --published {name}` gives the published models' own model-pairs table "
+            f"(families with per-item data: {', '.join(with_hook('published_records'))})"
+        )
+    return family, module, models
+
+
 def published_pairs(spec: str, runs: Sequence[CompareRun]) -> tuple[list[tuple[CompareRun, CompareRun]], list[str]]:
     """`--published FAMILY[:MODEL,…]`: each run (B) paired with each published model (A) of the
     family, as rescored on the run's own items by the family's `published_records` hook; and notes."""
-    name, _, models = spec.partition(":")
-    family = FAMILIES.get(name)
-    module = None if family is None else family_module(family.name, "compare")
-    if family is None or not hasattr(module, "published_records"):
-        have = [f for f in FAMILIES if hasattr(family_module(f, "compare"), "published_records")]
-        raise ValueError(f"--published {spec}: no published per-item data for {name!r} (families with some: {have})")
-    chosen = module.published_models([m.strip() for m in models.split(",") if m.strip()])
+    family, module, models = per_item_family(spec)
+    chosen = module.published_models(models)
     pairs, notes = [], []
     for run in runs:
         ids = {task: module.item_ids(records) for task, records in run.tasks(family).items()}
@@ -337,6 +371,51 @@ def published_pairs(spec: str, runs: Sequence[CompareRun]) -> tuple[list[tuple[C
     return pairs, notes
 
 
+def published_model_pairs(pairs: str | None, names: Sequence[str], default: Sequence[tuple[str, str]]) -> list:
+    """The model pairs of a published table: `--pairs A:B,C:D` of published model names (checked, with a
+    suggestion), or the family's default pairs (no --pairs, or --pairs without pairs)."""
+    if not pairs:
+        return list(default)
+    chosen = []
+    for text in pairs.split(","):
+        a, sep, b = text.strip().rpartition(":")
+        if not sep or not a or not b:
+            raise ValueError(f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D)")
+        for model in (a, b):
+            if model not in names:
+                close = difflib.get_close_matches(model, names, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise ValueError(f"--pairs {pairs}: no published model {model!r}{hint} (known: {', '.join(names)})")
+        chosen.append((a, b))
+    return chosen
+
+
+def published_table(spec: str, pairs: str | None, correction: str = "holm") -> Comparison:
+    """`--published FAMILY[:SELECTION,…]` without runs: the model-pairs form (`pair_effects`) of the
+    published models' biases that the family's `published_biases(selection)` gives, over its default
+    pairs or `pairs`; rows in the family's order, every p adjusted together (`correction`)."""
+    family, module, selection = published_family(spec)
+    if not hasattr(module, "published_biases"):
+        raise ValueError(
+            f"--published {spec} needs the runs to compare with the published models (RUN …): the {family.title} "
+            f"published data are per item, for runs (families with a published table: {', '.join(with_hook('published_biases'))})"
+        )
+    found = module.published_biases(selection)
+    chosen = published_model_pairs(pairs, list(found.models), found.pairs)
+    family_rows, left = pair_effects([(found.models[a], found.models[b]) for a, b in chosen], found.unit)
+    order = list(found.rows)
+    rows = [
+        {"family": family.name, "task": r["task"], **found.rows.get(r["task"], {})} | r
+        for r in sorted(family_rows, key=lambda r: order.index(r["task"]) if r["task"] in order else len(order))
+    ]
+    notes = list(found.notes)
+    if left:
+        notes.append(f"{family.title}: rows not in every published model of the pairs, left out: {', '.join(left)}")
+    result = compare_pairs([], rows, notes, "pairs", correction)
+    result.pairs = [{"a": a, "b": b, "differing_settings": ""} for a, b in chosen]
+    return result
+
+
 def compare(
     paths: Sequence[Path],
     baseline: str | None = None,
@@ -348,10 +427,27 @@ def compare(
 ) -> Comparison:
     """Every comparison the command makes, its p-values adjusted together (`correction`). With
     `published` ("response_bias" or "response_bias:MODEL,…"), each run (or the `baseline` run only)
-    against each published model of the family, on their common items."""
+    against each published model of the family, on their common items; without `paths`, the published
+    models' own model-pairs table where the family has one (`published_table`)."""
+    if published is not None and not paths:
+        if baseline is not None:
+            raise ValueError("--published without RUN compares published models only: --baseline names no run")
+        return published_table(published, pairs, correction)
+    if not paths:
+        raise ValueError(
+            "give the runs to compare (RUN …), or --published FAMILY without RUN for a family's published table"
+        )
+    if pairs == "":
+        raise ValueError(
+            "--pairs needs the pairs, A:B,C:D (a bare --pairs only with --published FAMILY and no RUN: "
+            "the published models' default pairs)"
+        )
     if published is not None:
+        per_item_family(published)  # before reading the runs: a family without per-item data says so
         if pairs is not None:
-            raise ValueError("--published and --pairs: give one of them")
+            raise ValueError(
+                "--published and --pairs with RUN: give one of them (--pairs without RUN: published pairs)"
+            )
         runs = load_runs(paths)
         chosen, notes = published_pairs(published, [pick(baseline, runs, "--baseline")] if baseline else runs)
         rows, more = item_rows(chosen, common_items=True)
@@ -401,7 +497,11 @@ def add_subcommand(sub: Any) -> None:
         description=__doc__.split("\n\n")[0],
     )
     p.add_argument(
-        "runs", type=Path, nargs="+", metavar="RUN", help="lm-eval output folders, Inspect log folders or log files"
+        "runs",
+        type=Path,
+        nargs="*",
+        metavar="RUN",
+        help="lm-eval output folders, Inspect log folders or log files (none: --published FAMILY's own table)",
     )
     p.add_argument(
         "--baseline", metavar="RUN", help="compare every other run with this one (a run's label, model or path)"
@@ -409,14 +509,19 @@ def add_subcommand(sub: Any) -> None:
     p.add_argument(
         "--pairs",
         metavar="A:B,C:D",
+        nargs="?",
+        const="",
         help="model pairs (e.g. base:instruct): the mean over pairs of the change in each task's bias measure, "
-        "Cohen's d and p (Bhatt & Ivanova's Table 1 form)",
+        "Cohen's d and p (Bhatt & Ivanova's Table 1 form); with --published FAMILY and no RUN, pairs of published "
+        "models (bare --pairs or none: the authors' pairs)",
     )
     p.add_argument(
         "--published",
-        metavar="FAMILY[:MODEL,…]",
+        metavar="FAMILY[:WHAT,…]",
         help="compare each run (or the --baseline run) with published models on the items both have, e.g. "
-        "response_bias (the paper's nine models, their released samples rescored) or response_bias:llama2-7b,gpt-3.5-turbo",
+        "response_bias (the paper's nine models, their released samples rescored) or response_bias:llama2-7b,gpt-3.5-turbo; "
+        "without RUN, the published models' own model-pairs table: yesno (the yes-no authors' Table 1 from their "
+        "per-model biases), yesno:fewshot or yesno:zeroshot,ewok (prompt types and sets)",
     )
     p.add_argument(
         "--common-items",

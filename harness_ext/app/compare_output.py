@@ -33,9 +33,10 @@ PAIR_COLUMNS = {
     "family": "family",
     "task": "task",
     "n": "units",
-    "mean_abs_base": "|b| A",
-    "mean_abs_instruct": "|b| B",
+    "mean_abs_base": "\\|b\\| A",
+    "mean_abs_instruct": "\\|b\\| B",
     "mean_difference": "mean diff",
+    "percent_reduction": "% reduction",
     "cohens_d": "d",
     "p_value": "p",
     "p_adjusted": "p adj.",
@@ -110,7 +111,8 @@ def markdown(result: Comparison) -> str:
         pairs = ", ".join(f"{p['a']} → {p['b']}" for p in result.pairs)
         lines += [
             f"Model pairs (A → B): {pairs}. Per task, one unit per pair (and unit of the family's bias measure); "
-            "mean diff = mean(|b_B| − |b_A|) (< 0: B less biased), d = Cohen's d_z (> 0: B less biased), "
+            "mean diff = mean(|b_B| − |b_A|) (< 0: B less biased), % reduction = 100 · (1 − mean |b_B| / mean |b_A|), "
+            "d = Cohen's d_z (> 0: B less biased), "
             "p: paired t-test. " + how,
             "",
             *table(result.rows, PAIR_COLUMNS),

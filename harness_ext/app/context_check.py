@@ -162,9 +162,12 @@ def check_context(
     limit, where = context_length(config, tokenizer)
     lm = _tokenizer_lm(tokenizer)
     if args.apply_chat_template:  # the prompts as lm-eval will send them, template included
-        from biasmonkey.harness_ext.app.plan import task_spec
+        from biasmonkey.harness_ext.app.plan import include_dir, task_spec
 
-        tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit, lm.apply_chat_template)
+        chat_template = lm.apply_chat_template
+        tasks = build_requests(
+            task_spec(args.suite, args.tasks), metadata, args.limit, chat_template, include_dir(args)
+        )
     fit = Fit(limit, where, find_cuts(tasks, lm, limit))
     label = Path(source).name if Path(source).exists() else source
     if fit.cuts and not getattr(args, "allow_truncation", False):

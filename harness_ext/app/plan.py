@@ -41,6 +41,7 @@ import functools
 import json
 import logging
 import sys
+import tempfile
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -78,6 +79,23 @@ def tasks_dir() -> Path:
     import biasmonkey.tasks
 
     return Path(biasmonkey.tasks.__file__).resolve().parent
+
+
+def select_tasks(args: argparse.Namespace, folder: Path) -> None:
+    """A family's own task selection (its `task_selection` hook: task files it writes under
+    `folder`) into `args.tasks` and `args.include_dir` (lm-eval's --tasks and --include_path);
+    else unchanged."""
+    from biasmonkey.harness_ext.app.cli import family_hooks
+
+    for hook in family_hooks("task_selection"):
+        if (chosen := hook(args, folder)) is not None:
+            args.tasks, args.include_dir = chosen
+            return
+
+
+def include_dir(args: argparse.Namespace) -> Path:
+    """lm-eval's --include_path of the run: biasmonkey's tasks, or the folder a selection wrote."""
+    return getattr(args, "include_dir", None) or tasks_dir()
 
 
 def task_spec(suite: str | None, tasks: str | None) -> str:
@@ -129,16 +147,17 @@ def _quiet_lm_eval() -> Iterator[None]:
         logger.setLevel(level)
 
 
-def _load_tasks(spec: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """lm-eval's task objects for a task spec (our folder only, unless the spec names other tasks)."""
+def _load_tasks(spec: str, metadata: dict[str, Any], include: Path | None = None) -> dict[str, Any]:
+    """lm-eval's task objects for a task spec (our folder, or `include`, only, unless the spec names other tasks)."""
     from lm_eval.tasks import TaskManager
 
     names = [name.strip() for name in spec.split(",") if name.strip()]
-    ours = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+    folder = str(include or tasks_dir())
+    ours = TaskManager(include_path=folder, include_defaults=False, metadata=metadata)
     if set(names) <= set(ours.all_tasks):
         return ours.load(names)["tasks"]
     if any(not name.startswith("biasmonkey") for name in names):  # another suite's task: index lm-eval's too (slow)
-        manager = TaskManager(include_path=str(tasks_dir()), metadata=metadata)
+        manager = TaskManager(include_path=folder, metadata=metadata)
         if set(names) <= set(manager.all_tasks):
             return manager.load(names)["tasks"]
     raise unknown_tasks(spec, ours.all_tasks)
@@ -149,15 +168,17 @@ def build_requests(
     metadata: dict[str, Any] | None = None,
     limit: int | None = None,
     chat_template: Any = None,
+    include: Path | None = None,
 ) -> list[TaskRequests]:
     """Every task's requests, built as `lm_eval` builds them for a run with these arguments.
 
-    `chat_template`: the model's `apply_chat_template` (as lm-eval passes it with --apply_chat_template)."""
+    `chat_template`: the model's `apply_chat_template` (as lm-eval passes it with --apply_chat_template);
+    `include`: lm-eval's --include_path (default: biasmonkey's tasks)."""
     from lm_eval.evaluator_utils import get_sample_size
 
     out = []
     with _quiet_lm_eval():
-        for name, task in _load_tasks(spec, dict(metadata or {})).items():
+        for name, task in _load_tasks(spec, dict(metadata or {}), include).items():
             # as lm_eval.simple_evaluate does without --num_fewshot and with its default seed
             if task.get_config("num_fewshot") is None:
                 task.set_config(key="num_fewshot", value=0)
@@ -441,6 +462,12 @@ def parse_backends(text: str) -> list[str]:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    with tempfile.TemporaryDirectory(prefix="biasmonkey-plan-") as folder:
+        select_tasks(args, Path(folder))
+        return plan_selected(args)
+
+
+def plan_selected(args: argparse.Namespace) -> int:
     spec = task_spec(args.suite, args.tasks)
     metadata = cli_metadata(args, OPTION_TYPES)
     if args.tokenizer:  # a missing folder or unreachable hub id: one line, before loading anything
@@ -449,7 +476,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         check_model(args.model, weights=args.calibrate)
     tokenizer, tokenizer_name = load_tokenizer(args.tokenizer or args.model)
     lm = _tokenizer_lm(tokenizer)
-    tasks = build_requests(spec, metadata, args.limit, lm.apply_chat_template if args.apply_chat_template else None)
+    chat_template = lm.apply_chat_template if args.apply_chat_template else None
+    tasks = build_requests(spec, metadata, args.limit, chat_template, include_dir(args))
     encoded = encode(tasks, lm)
     rows = plan_rows(tasks, encoded, args.backend)
     estimates: dict[str, float | None] = {}
@@ -537,6 +565,10 @@ def add_selection_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--tasks", help="lm-eval task names, groups or tags, comma-separated (overrides --suite)")
     add_cli_arguments(p.add_argument_group("run options (lm-eval --metadata; default: each task's own)"), OPTION_TYPES)
+    from biasmonkey.harness_ext.app.cli import family_hooks
+
+    for hook in family_hooks("add_selection_options"):
+        hook(p)
     p.add_argument("--limit", type=positive_int, help="documents (pairs, questions, tests) per task, for a quick look")
     p.add_argument(
         "--apply-chat-template",

@@ -42,6 +42,8 @@ from biasmonkey.harness_ext.app.plan import (
     OPTION_TYPES,
     add_selection_arguments,
     build_requests,
+    include_dir,
+    select_tasks,
     simple_counts,
     task_spec,
     tasks_dir,
@@ -204,7 +206,7 @@ def lm_eval_command(
         cmd += ["--device", args.device, "--batch_size", str(args.batch_size)]
     cmd += [
         "--include_path",
-        str(tasks_dir()),
+        str(include_dir(args)),
         "--tasks",
         step.tasks,
         "--output_path",
@@ -379,9 +381,10 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     from biasmonkey.harness_ext.app.summary import latest_outputs, write_summary
 
     check_inputs(args)
+    select_tasks(args, args.output)
     metadata = cli_metadata(args, OPTION_TYPES)
     # The run's requests, as lm-eval will build them: bad options and missing data fail here, before lm-eval.
-    tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit)
+    tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit, include=include_dir(args))
     warn_unused_options(metadata, (t.family for t in tasks), OPTIONS_BY_FAMILY)
     model_path: str | None = None
     if args.backend != "server":

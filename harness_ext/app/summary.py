@@ -87,7 +87,12 @@ def family_table(family: Family, outputs: Sequence[TaskOutput], **options: Any) 
     outputs = sorted(outputs, key=lambda o: order.get(o.task, len(order)))
     if family.summary_table is None:
         return metric_table(family, outputs)
-    return family.summary_table([out.read_records() for out in outputs], **options)
+    return family.summary_table(
+        [out.read_records() for out in outputs],
+        run_options=[out.options for out in outputs],
+        tasks=[out.task for out in outputs],
+        **options,
+    )
 
 
 def summary_tables(output_dir: Path, model: str | None = None, **options: Any) -> dict[Run, dict[str, SummaryTable]]:

@@ -77,6 +77,7 @@ def family_info(family: Family) -> dict[str, Any]:
         "name": family.name,
         "title": family.title,
         "suite": family.suite,
+        "open_tasks": family.open_tasks,
         "unit": family.unit,
         "modes": modes(family),
         "options": [option_info(f, inspect_defaults) for f in family.options_type.option_fields()],
@@ -101,6 +102,8 @@ def add_prompts(info: dict[str, Any], family: Family) -> None:
     `prompts_error` instead."""
     from biasmonkey.harness_ext.app.plan import build_requests
 
+    if not family.lm_eval_tasks():  # an open task table: nothing to count
+        return
     try:
         built = {t.name: t for t in build_requests(",".join(family.lm_eval_tasks()))}
     except (ValueError, FileNotFoundError, RuntimeError) as err:
@@ -136,9 +139,12 @@ def format_family(info: dict[str, Any], show_all: bool) -> list[str]:
         f"{len(tasks)} tasks ({in_suite} in the suite, {variants} outside it)" if variants else f"{len(tasks)} tasks"
     )
     lines = [f"{info['name']}: {info['title']}"]
-    lines.append(
-        f"  suite {info['suite']} (biasmonkey run --suite {info['name']}); {counts}; documents are {info['unit']}"
-    )
+    if info["open_tasks"]:
+        lines.append(f"  tasks: {info['open_tasks']}; documents are {info['unit']}")
+    else:
+        lines.append(
+            f"  suite {info['suite']} (biasmonkey run --suite {info['name']}); {counts}; documents are {info['unit']}"
+        )
     prompts = "distinct_prompts" in info
     if "prompts_error" in info:
         lines.append(f"  distinct prompts: not counted: {info['prompts_error']}")
@@ -159,7 +165,7 @@ def format_family(info: dict[str, Any], show_all: bool) -> list[str]:
             row += ["yes" if t["in_suite"] else "no (variant)"] if variants else []
             rows.append(row)
         lines += ["  tasks:", *_table(rows, "    ")]
-    else:
+    elif tasks:
         shown = ", ".join(t["name"] for t in tasks[:SHOWN_TASKS])
         more = f", … (+{len(tasks) - SHOWN_TASKS}; --all lists every task)" if len(tasks) > SHOWN_TASKS else ""
         lines.append(f"  tasks: {shown}{more}")

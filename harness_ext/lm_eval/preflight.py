@@ -26,6 +26,8 @@ def _named_sets() -> dict[str, tuple[Family, str]]:
     """Each family's lm-eval groups, tags and suite → (the family, its first task's lm-eval name)."""
     found: dict[str, tuple[Family, str]] = {}
     for family in FAMILIES.values():
+        if not family.lm_eval_tasks():  # open task tables (the wrapped tasks) have no suite
+            continue
         first = family.lm_eval_tasks()[0]
         found[family.suite] = (family, first)
         for tag, members in family.lm_eval_tags.items():
@@ -64,14 +66,17 @@ def check_options(metadata: dict[str, Any], families: Iterable[str]) -> None:
         FAMILIES[name].options_type.from_mapping(metadata)
 
 
-def check_fewshot(num_fewshot: int, tasks: Iterable[str], metadata: dict[str, Any]) -> None:
-    """One document of each task with `num_fewshot` shots, as lm-eval builds it (no model)."""
+def check_fewshot(
+    num_fewshot: int, tasks: Iterable[str], metadata: dict[str, Any], include_path: str | None = None
+) -> None:
+    """One document of each task with `num_fewshot` shots, as lm-eval builds it (no model);
+    `include_path`: the run's (default: biasmonkey's tasks)."""
     from lm_eval.tasks import TaskManager
 
     from biasmonkey.harness_ext.app.plan import tasks_dir
 
     names = list(tasks)
-    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+    manager = TaskManager(include_path=include_path or str(tasks_dir()), include_defaults=False, metadata=metadata)
     for task in manager.load(names)["tasks"].values():
         task.set_config(key="num_fewshot", value=num_fewshot)
         task.set_fewshot_seed(seed=1234)
@@ -88,4 +93,4 @@ def check_run(config: Any, options_checked: bool = False) -> None:
     if not options_checked:
         check_options(metadata, families)
     if config.num_fewshot:
-        check_fewshot(int(config.num_fewshot), families.values(), metadata)
+        check_fewshot(int(config.num_fewshot), families.values(), metadata, getattr(config, "include_path", None))

@@ -6,6 +6,12 @@ correction (an item in no Specific fold has no corrected vote and counts as wron
 counts it). A run's bias is the mean vote; the comparison's bias measure is its magnitude |bias|
 (either sign is a bias), compared with a paired bootstrap; accuracy with McNemar's test.
 The corrections are computed on each run's own items, as the run's summary computes them.
+
+Published models (`biasmonkey compare --published yesno[:PROMPT|SET,…]`, no RUN): the authors' released
+per-model results give, per prompt type and set, each model's bias per domain (`published.published_biases`),
+and the command prints their Table 1 in the model-pairs form, the authors' eight base/instruct pairs by
+default. They are summaries, not per-item answers, so this family has no `published_records`: a run
+cannot be paired with them item by item.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from biasmonkey.metrics.yesno import correctness, generic_correction, specific_correction, votes
-from biasmonkey.tasks.contract import ItemMeasure, base_task_name
+from biasmonkey.tasks.contract import ItemMeasure, PublishedBiases, base_task_name
 from biasmonkey.tasks.yesno.family import FAMILY
 from biasmonkey.tasks.yesno.scoring import (
     K_FOLDS,
@@ -103,3 +109,11 @@ def unit_biases(
                 by_domain[str(r.domain)].append(r)
             rows[task] = {domain: _bias(group, correction) for domain, group in sorted(by_domain.items())}
     return rows
+
+
+def published_biases(selection: Sequence[str] = ()) -> PublishedBiases:
+    """The authors' models' biases per (set, prompt type) row and domain, and their eight pairs
+    (`published.published_biases`; `selection`: prompt types and/or sets, all by default)."""
+    from biasmonkey.tasks.yesno.published import published_biases as read
+
+    return read(selection)

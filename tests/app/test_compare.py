@@ -16,12 +16,10 @@ import numpy as np
 import pytest
 from test_inspect import output, prompts, run, scripted
 from test_lm_eval_e2e import run_lm_eval
-from test_yesno_metrics import MODEL_PAIRS  # the authors' eight model pairs
 from tiny_model import build_tiny_model
 
 from biasmonkey.harness_ext.app.cli import main
 from biasmonkey.harness_ext.app.compare import compare
-from biasmonkey.harness_ext.app.compare_pairs import pair_effects
 from biasmonkey.harness_ext.app.report import write_report
 from biasmonkey.harness_ext.app.report.comparison import comparison
 from biasmonkey.harness_ext.app.report.inputs import discover
@@ -227,31 +225,6 @@ def test_model_pairs_form_matches_yesno_compare(runs: dict[str, Path], capsys: p
     rb = rows["biasmonkey_acquiescence"]
     assert rb["family"] == "response_bias" and rb["n"] == 1
     assert rb["mean_difference"] == pytest.approx(abs(sum(db.values()) / 8) - abs(sum(da.values()) / 8))
-
-
-@pytest.mark.requires("shared_data")
-def test_table_1_through_the_model_pairs_code(data_dir: Path) -> None:
-    """The authors' bias_analysis_summary.csv (Table 1) from their per-model biases, through the code that
-    `compare --pairs` runs: each model a run whose units are its per-domain plain_bias (MMLU: plain_rstd)."""
-    ref = data_dir / "yesno" / "reference" / "summary_jsons"
-    with (FIXTURES / "yesno" / "bias_analysis_summary.csv").open(newline="") as f:
-        table = list(csv.DictReader(line for line in f if not line.startswith("#")))
-    for want in table:
-        prompt, dataset = want["prompt"], want["dataset"]
-        field = "plain_rstd" if dataset == "mmlu" else "plain_bias"
-        pairs = []
-        for family, models in MODEL_PAIRS.items():
-            results = json.loads((ref / f"{prompt}_{family}_{dataset}.json").read_text())
-            for base, instruct in models:
-                pairs.append(
-                    tuple({dataset: {d: m[name][field] for d, m in results.items()}} for name in (base, instruct))
-                )
-        (row,), left = pair_effects(pairs, "domain")
-        assert left == [] and row["n"] == int(want["n"]), (prompt, dataset)
-        for name in ("mean_abs_base", "mean_abs_instruct", "mean_difference", "percent_reduction"):
-            assert row[name] == pytest.approx(float(want[name]), rel=1e-9), (prompt, dataset, name)
-        assert row["cohens_d"] == pytest.approx(-float(want["cohens_d"]), rel=1e-9)  # the paper's sign
-        assert row["p_value"] == pytest.approx(float(want["p_value"]), rel=1e-7)
 
 
 def test_answer_position_overall_row(runs: dict[str, Path]) -> None:

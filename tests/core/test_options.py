@@ -83,8 +83,8 @@ def test_a_shared_option_is_one_flag_naming_each_familys_default() -> None:
 
 def test_the_run_flags_name_the_families_they_apply_to() -> None:
     helps = _help([family.options_type for family in FAMILIES.values()])
-    assert helps["seed"].endswith("(yesno, cognitive, answer_position: default 42)")
-    for family in ("yesno", "cognitive", "answer_position"):  # each family's own text, labelled
+    assert helps["seed"].endswith("(yesno, cognitive, answer_position, mc_position: default 42)")
+    for family in ("yesno", "cognitive", "answer_position", "mc_position"):  # each family's own text, labelled
         assert f"[{family}] " in helps["seed"]
     assert helps["mode"].startswith("[response_bias] exact: option log-probabilities")
     assert helps["mode"].endswith("(response_bias, cognitive: default 'exact')")

@@ -18,10 +18,13 @@ def test_committed_task_files_are_current() -> None:
 
 
 def _with_shared_files(root: Path) -> Path:
-    """`root` holding only the hand-written shared file of each family."""
+    """`root` holding only the hand-written files of each family: its shared file, its examples."""
     for family in FAMILIES.values():
         (root / family.name).mkdir()
-        shutil.copy(TASKS_DIR / family.name / shared_file(family), root / family.name)
+        hand_written = [shared_file(family)] * bool(family.tasks) + list(family.hand_written_files)
+        for name in hand_written:
+            (root / family.name / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(TASKS_DIR / family.name / name, root / family.name / name)
     return root
 
 

@@ -21,6 +21,7 @@ from biasmonkey.tasks.families import FAMILIES, family_module
 pytestmark = pytest.mark.usefixtures("data_dir")
 REPO = Path(__file__).resolve().parents[2]
 COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
+MC_TASKS = REPO / "tests" / "fixtures" / "mc_position" / "mc_tasks.py"
 LIMIT = 3
 
 # The `inspect` command line, run in one fresh process once per argument list (each call goes
@@ -46,6 +47,8 @@ def logs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
         ),
         "yesno": ("yesno_comps", {"top_logprobs": vocab}),
         "answer_position": ("answer_position_anatomy", {"top_logprobs": vocab}),
+        # every sample (content-free ones come first): 3 option counts, then 4 items in all their orders
+        "mc_position": ("position", {"task": f"{MC_TASKS}@posmc", "top_logprobs": vocab}),
         "cognitive": (
             "cognitive_information_bias",
             {"data_path": str(COGNITIVE_FIXTURE), "reversal": "hash", "max_tokens": 6},
@@ -57,7 +60,7 @@ def logs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
             f"biasmonkey/{task}",
             model=f"hf/{tiny_model}",
             model_args={"device": "cpu", "do_sample": False},
-            limit=LIMIT,
+            limit=None if family == "mc_position" else LIMIT,
             task_args=task_args,
             log_dir=str(out / family),
             display="none",

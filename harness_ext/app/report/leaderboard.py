@@ -64,6 +64,7 @@ from biasmonkey.harness_ext.app.report.hub import (
     PLACEHOLDER_DATASET,
     direction_note,
     eval_result,
+    hub_tasks,
     model_hub_id,
     model_note,
 )
@@ -481,6 +482,8 @@ def eval_results_entries(
     model = model_note(model_hub_id(m.model, m.config), m.model)
     entries = {}
     for task, export in exports.items():
+        if task not in hub_tasks():  # not one of the Benchmark's tasks (a wrapped task): the results file only
+            continue
         value = export.entry[f"{HUB_METRIC[export.suite]},none"]
         if not isinstance(value, (int, float)):
             continue  # undefined (no record with a value): nothing to publish

@@ -1,0 +1,63 @@
+"""How a wrapped multiple-choice item is asked: lettered, in its original order and its cyclic shifts.
+
+Under shift s an item's n options are shown rotated: position p (letter p: A, B, …) shows the
+original option (p + s) mod n, so the gold option moves through every position over the n shifts
+(PriDe's cyclic permutations, Zheng et al., ICLR 2024). A task whose own prompt already letters
+its options (its choices are the letters, as lm-eval's MMLU) is rendered by its own template over
+the rotated options; any other task (a cloze task such as ARC's or HellaSwag's default form, an
+Inspect sample with `choices`) is rendered here as a lettered question (`lettered_prompt`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+
+import numpy as np
+
+LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+MIN_OPTIONS, MAX_OPTIONS = 2, len(LETTERS)
+CONTENT_FREE = "N/A"  # Zhao et al. (ICML 2021): the content-free input in place of the question and options
+ANSWER_CUE = "Answer:"
+
+
+def cyclic_order(n: int, shift: int) -> list[int]:
+    """The original option shown at each position under `shift`."""
+    return [(p + shift) % n for p in range(n)]
+
+
+def shown_position(gold: int, n: int, shift: int) -> int:
+    """Where the original option `gold` stands under `shift`."""
+    return (gold - shift) % n
+
+
+def shifts_for(n: int, permutations: int, seed: int, key: str) -> list[int]:
+    """The shifts an item of `n` options is asked under: 0 (the original order) first, then all
+    the others (`permutations` 0 or ≥ n), or `permutations` − 1 of them drawn without replacement,
+    seeded by `seed` and the item's `key` (the same item gets the same shifts in every run)."""
+    if permutations == 0 or permutations >= n:
+        return list(range(n))
+    digest = hashlib.sha256(f"{seed}:{key}".encode()).digest()
+    rng = np.random.default_rng(int.from_bytes(digest[:8], "little"))
+    drawn = rng.choice(np.arange(1, n), permutations - 1, replace=False)
+    return [0, *sorted(int(s) for s in drawn)]
+
+
+def check_option_count(n: int, where: str) -> None:
+    if not MIN_OPTIONS <= n <= MAX_OPTIONS:
+        raise ValueError(
+            f"{where}: {n} option{'s' if n != 1 else ''}; answer-position bias needs {MIN_OPTIONS} to "
+            f"{MAX_OPTIONS} options (one letter each)"
+        )
+
+
+def without_answer_cue(text: str) -> str:
+    """A cloze prompt without its closing "Answer:" (the lettered prompt ends with its own)."""
+    stripped = text.rstrip()
+    return stripped.removesuffix(ANSWER_CUE).rstrip() if stripped.endswith(ANSWER_CUE) else stripped
+
+
+def lettered_prompt(question: str, options: Sequence[str]) -> str:
+    """The question, each option on its own line after its letter ("A. …"), then "Answer:"."""
+    lines = [without_answer_cue(question), *(f"{x}. {o}" for x, o in zip(LETTERS, options)), ANSWER_CUE]
+    return "\n".join(lines)
