@@ -426,8 +426,10 @@ def pride_prior(logprobs: ArrayLike) -> np.ndarray:
 def pride_correction(items: Sequence[PositionItem], share: float = PRIDE_SHARE, seed: int = SEED) -> Corrected:
     """PriDe (Zheng et al., ICLR 2024): estimate the prior on calibration items, debias the rest.
 
-    count = max(1, floor(share · N)) calibration items, default_rng(seed).choice(N, count,
-    replace=False); each must have all n cyclic shifts (else `NotComputable` naming it). Prior of
+    count = max(1, floor(share · N)) calibration items, drawn among the items asked in all their n
+    cyclic shifts (all N items but one cut short by a --limit, say): default_rng(seed).choice(those
+    items' indices, count, replace=False), which is default_rng(seed).choice(N, count,
+    replace=False) when every item has all its shifts; `NotComputable` when none has. Prior of
     option count n = mean (probability space) of its calibration items' `pride_prior`. Every row
     of every other item: log(observed + 1e-10) − log(prior_n + 1e-10), observed its softmax.
     Scored: the non-calibration items whose n has a prior (else counted in "unpriored"). As the
@@ -440,15 +442,14 @@ def pride_correction(items: Sequence[PositionItem], share: float = PRIDE_SHARE, 
     n_items = len(items)
     if n_items == 0:
         raise NotComputable("PriDe needs at least one item")
-    drawn = np.random.default_rng(seed).choice(n_items, max(1, int(share * n_items)), replace=False)
+    complete = np.array([i for i, it in enumerate(items) if len(it.shifts) == it.n], dtype=int)
+    if complete.size == 0:
+        raise NotComputable("PriDe needs items asked in all their cyclic orders (permutations=0); none is")
+    count = min(max(1, int(share * n_items)), complete.size)
+    drawn = np.random.default_rng(seed).choice(complete, count, replace=False)
     by_n: dict[int, list[np.ndarray]] = {}
     for i in drawn:
-        it = items[i]
-        if set(it.shifts) != set(range(it.n)):
-            raise NotComputable(
-                f"PriDe calibration item {it.id!r} needs all {it.n} cyclic shifts, has {sorted(it.shifts)}"
-            )
-        by_n.setdefault(it.n, []).append(pride_prior(it.logprobs))
+        by_n.setdefault(items[i].n, []).append(pride_prior(items[i].logprobs))
     priors = {n: np.mean(v, axis=0) for n, v in sorted(by_n.items())}
     calibration = set(drawn.tolist())
     rows, scored, unpriored = _unscored_rows(items), np.zeros(n_items, dtype=bool), 0

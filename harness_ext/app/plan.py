@@ -55,7 +55,7 @@ from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 OPTION_TYPES = [family.options_type for family in FAMILIES.values()]
 
 # `--suite` → lm-eval task spec (a group or tag of the task YAML files).
-SUITES = {name: family.suite for name, family in FAMILIES.items()}
+SUITES = {name: family.suite for name, family in FAMILIES.items() if family.suite}  # open task tables have none
 SUITES["all"] = ",".join(SUITES.values())
 DEFAULT_SUITE = next(iter(FAMILIES))  # the first family's
 

@@ -124,6 +124,8 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
 def heatmap(cognitive: pd.DataFrame, path: Path) -> Path:
     """Mean bias score m per cognitive bias (rows) × model (columns): colour on [−1, 1], * = significant after Holm."""
     values, marks = (matrix.T for matrix in _matrices(cognitive))
+    if figures.from_cache(path, "cognitive_heatmap", values, marks):
+        return path
     fig, ax = figures.subplots(figsize=(3 + 1.1 * values.shape[1], 1 + 0.3 * values.shape[0]))
     norm = figures.effect_cells(ax, values, marks, 1.0, "{:+.2f}", fontsize=7)
     ax.tick_params(axis="x", labelrotation=30)

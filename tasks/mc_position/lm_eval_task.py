@@ -130,14 +130,15 @@ class PositionTask(ConfigurableTask):
         return target
 
     def _find_options_field(self, doc: dict[str, Any], n: int, where: str) -> tuple[str, ...]:
-        """The field a lettered task's template renders its options from: the one list of n texts
-        whose rotation changes the rendered prompt and that the prompt shows in order."""
-        original = ConfigurableTask.doc_to_text(self, doc)
+        """The field a lettered task's template renders its options from: the list of n texts that
+        the prompt shows, each once and in order (told by rendering marker texts in its place)."""
+        markers = [f"\x00option {i}\x00" for i in range(n)]
         for path in _option_fields(doc, n):
-            options = _get(doc, path)
-            rotated = ConfigurableTask.doc_to_text(self, _set(doc, path, options[1:] + options[:1]))
-            positions = [original.find(o) for o in options]
-            if rotated != original and all(p >= 0 for p in positions) and positions == sorted(positions):
+            shown = str(ConfigurableTask.doc_to_text(self, _set(doc, path, markers)))
+            positions = [shown.find(m) for m in markers]
+            if all(p >= 0 and shown.count(m) == 1 for p, m in zip(positions, markers)) and positions == sorted(
+                positions
+            ):
                 return path
         raise ValueError(
             f"{where}: the task letters its choices ({', '.join(LETTERS[:n])}) but no field of its documents "

@@ -11,7 +11,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, legend_below, save, subplots
+from biasmonkey.harness_ext.app.report.figures import (
+    colour_bar,
+    effect_cells,
+    from_cache,
+    legend_below,
+    save,
+    subplots,
+)
 from biasmonkey.metrics import BIASES, SIGNIFICANCE
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.response_bias.report_tables import FAMILY, grid
@@ -40,8 +47,11 @@ def _cells(response_bias: pd.DataFrame, model: str) -> tuple[pd.DataFrame, pd.Da
 
 def bias_grid(response_bias: pd.DataFrame, model: str, path: Path) -> Path:
     """One model's Δ per bias × setting: colour = Δ (points, ±DELTA_SCALE), * = significant."""
+    cells = _cells(response_bias, model)
+    if from_cache(path, "bias_grid", *cells, model):
+        return path
     fig, ax = subplots(figsize=(6.4, 3.4))
-    norm = effect_cells(ax, *_cells(response_bias, model), DELTA_SCALE)
+    norm = effect_cells(ax, *cells, DELTA_SCALE)
     ax.set_title(f"{model}: Δ (points) per bias and setting", fontsize=10)
     colour_bar(fig, ax, norm, "Δ (points)")
     ax.set_xlabel(SIGNIFICANCE_TEXT, fontsize=7)
@@ -50,13 +60,16 @@ def bias_grid(response_bias: pd.DataFrame, model: str, path: Path) -> Path:
 
 def bias_grids(response_bias: pd.DataFrame, models: Sequence[str], path: Path, title: str) -> Path:
     """The grid of several models (e.g. the paper's nine) in one figure, three panels per row."""
+    cells = [_cells(response_bias, model) for model in models]
+    if from_cache(path, "bias_grids", cells, list(models), title):
+        return path
     ncols = min(3, len(models))
     nrows = -(-len(models) // ncols)
     fig, axes = subplots(nrows, ncols, figsize=(4.3 * ncols, 2.7 * nrows + 0.8), squeeze=False)
     for ax in axes.flat[len(models) :]:
         ax.set_visible(False)
-    for k, (ax, model) in enumerate(zip(axes.flat, models)):
-        norm = effect_cells(ax, *_cells(response_bias, model), DELTA_SCALE, fontsize=6.5)
+    for k, (ax, model, model_cells) in enumerate(zip(axes.flat, models, cells)):
+        norm = effect_cells(ax, *model_cells, DELTA_SCALE, fontsize=6.5)
         ax.set_title(model, fontsize=9)
         if k % ncols:
             ax.set_yticks([])
@@ -69,6 +82,8 @@ def bias_grids(response_bias: pd.DataFrame, models: Sequence[str], path: Path, t
 
 def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
     """Δb per bias and ATP topic, one panel per model (error bars: stderr); legend below."""
+    if from_cache(path, "topic_bars", topics):
+        return path
     tested = topics.dropna(subset=["delta"])
     models = list(dict.fromkeys(tested["model"]))
     names = list(dict.fromkeys(tested["topic"]))
@@ -98,36 +113,46 @@ def uncertainty_scatter(models: Sequence[Any], uncertainty: pd.DataFrame, path: 
     """|Δb| against the normalised entropy of the side each bias's correlation uses (the uncertainty
     table's `r_side`: q or q'), one panel per model (three per row), one colour per bias (legend
     below each panel: the side, Pearson r and its p from the uncertainty table)."""
+    panels = [(m.name, _scatter_series(m, uncertainty)) for m in models]
+    if from_cache(path, "uncertainty_scatter", panels):
+        return path
     ncols = min(3, len(models))
     nrows = -(-len(models) // ncols)
     fig, axes = subplots(nrows, ncols, figsize=(4.4 * ncols, 4.6 * nrows), squeeze=False)
     for ax in axes.flat[len(models) :]:
         ax.set_visible(False)
-    for ax, m in zip(axes.flat, models):
-        sides: set[str] = set()
-        for bias in BIASES:
-            rows = uncertainty[
-                (uncertainty["model"] == m.name) & (uncertainty["bias"] == bias) & (uncertainty["setting"] == "bias")
-            ]
-            if rows.empty:
-                continue
-            row = rows.iloc[0]
-            side = row["r_side"]
-            points = [
-                (u, abs(r.delta))
-                for r in m.tasks(FAMILY).get(lm_eval_task_name(bias), [])
-                if r.delta is not None and (u := side_uncertainty(r, side)) is not None
-            ]
-            if not points:
-                continue
-            sides.add(side)
-            label = f"{bias.replace('_', ' ')} ({SIDE_NAMES[side]}): r {row['r']:+.2f} (p {row['r_p']:.2g})"
+    for ax, (name, series) in zip(axes.flat, panels):
+        sides = {side for _, side, _ in series}
+        for label, _, points in series:
             ax.scatter(*zip(*points), s=10, alpha=0.6, label=label)
         named = " or ".join(SIDE_NAMES[s] for s in sorted(sides)) or "q"
         ax.set_xlabel(f"normalised entropy of {named}" + (" (per bias: legend)" if len(sides) > 1 else ""))
         ax.set_ylabel("|Δb| (points)")
-        ax.set_title(m.name)
+        ax.set_title(name)
         if sides:
             ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.16), ncol=1, fontsize=7, frameon=False)
     fig.tight_layout()
     return save(fig, path)
+
+
+def _scatter_series(m: Any, uncertainty: pd.DataFrame) -> list[tuple[str, str, list[tuple[float, float]]]]:
+    """One model's scatter series, per bias in BIASES order with points: its legend label, the side
+    (q or qp) of its uncertainty and its (uncertainty, |Δ|) points."""
+    series = []
+    for bias in BIASES:
+        rows = uncertainty[
+            (uncertainty["model"] == m.name) & (uncertainty["bias"] == bias) & (uncertainty["setting"] == "bias")
+        ]
+        if rows.empty:
+            continue
+        row = rows.iloc[0]
+        side = row["r_side"]
+        points = [
+            (u, abs(r.delta))
+            for r in m.tasks(FAMILY).get(lm_eval_task_name(bias), [])
+            if r.delta is not None and (u := side_uncertainty(r, side)) is not None
+        ]
+        if points:
+            label = f"{bias.replace('_', ' ')} ({SIDE_NAMES[side]}): r {row['r']:+.2f} (p {row['r_p']:.2g})"
+            series.append((label, side, points))
+    return series

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report.figures import legend_below, save, subplots
+from biasmonkey.harness_ext.app.report.figures import from_cache, legend_below, save, subplots
 from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.tasks.contract import base_task_name
@@ -164,6 +164,8 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
 
 def bars(yesno: pd.DataFrame, path: Path) -> Path:
     """Bias and accuracy before and after each correction, per task × model."""
+    if from_cache(path, "yesno_bars", yesno):
+        return path
     groups = list(dict.fromkeys(zip(yesno["task"], yesno["model"])))
     fig, axes = subplots(1, 2, figsize=(max(7, 1.6 * len(groups) + 3), 3.6))
     width = 0.8 / len(CORRECTIONS)

@@ -176,13 +176,16 @@ def test_plan_loads_no_model_weights(
 def test_suites_name_the_groups_and_tags_of_the_task_files() -> None:
     tasks = Path(__file__).resolve().parents[2] / "tasks"
     for family in FAMILIES.values():
+        if not family.suite:  # an open task table (the wrapped multiple-choice tasks): no suite to run
+            assert family.name not in SUITES and not family.tasks
+            continue
         text = "".join(p.read_text() for p in (tasks / family.name).glob("*.yaml"))
         # the suite is a group file of the family, or a tag its task files carry
         assert f"group: {family.suite}\n" in text or re.search(rf"tag: \[([^\]]*, )?{family.suite}[,\]]", text), (
             family.name
         )
         assert SUITES[family.name] == family.suite
-    assert SUITES["all"] == ",".join(f.suite for f in FAMILIES.values())
+    assert SUITES["all"] == ",".join(f.suite for f in FAMILIES.values() if f.suite)
     assert SUITES["all"].startswith("biasmonkey,biasmonkey-yesno,biasmonkey-cognitive")
 
 

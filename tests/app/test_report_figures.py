@@ -246,3 +246,34 @@ def test_grid_size_does_not_depend_on_the_data(tmp_path: Path, n_models: int) ->
     image = pixels(report_figures.bias_grid(rows, "m", tmp_path / "g.png"))
     assert 400 < image.shape[0] < 800 and 800 < image.shape[1] < 1300  # 150 dpi
     assert (tmp_path / "g.png").stat().st_size < 250_000
+
+
+def test_the_figure_cache_copies_only_a_figure_of_the_same_data(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Inside `figure_cache` a figure drawn before from the same data is copied, byte for byte (PNG
+    and SVG), without drawing; other data, another title or code that changed draws anew; outside
+    it, figure functions always draw and keep nothing."""
+    rows = rb_rows({("acquiescence", "bias"): (6.1, 0.01), ("odd_even", "bias"): (-3.0, 0.2)})
+    cache = tmp_path / "cache"
+    drawn: list[Path] = []
+    save = report_figures.save
+    monkeypatch.setattr(report_figures, "save", lambda fig, path: (drawn.append(path), save(fig, path))[1])
+    report_figures.bias_grid(rows, "m", tmp_path / "plain.png")
+    assert drawn == [tmp_path / "plain.png"] and not cache.exists()
+    with figures.figure_cache(cache):
+        first = report_figures.bias_grid(rows, "m", tmp_path / "a" / "g.png")
+        again = report_figures.bias_grid(rows, "m", tmp_path / "b" / "g.png")
+        assert len(drawn) == 2 and len(list(cache.iterdir())) == 2  # drawn once, kept as PNG and SVG
+        for suffix in (".png", ".svg"):
+            assert again.with_suffix(suffix).read_bytes() == first.with_suffix(suffix).read_bytes()
+        assert (tmp_path / "plain.png").read_bytes() == first.read_bytes()  # the same file as drawn without the cache
+        changed = rows.assign(delta=rows["delta"] + [0.0, 1e-9])
+        report_figures.bias_grid(changed, "m", tmp_path / "c" / "g.png")
+        report_figures.bias_grid(rows, "other model", tmp_path / "d" / "g.png")
+        assert len(drawn) == 4
+        monkeypatch.setattr(figures, "_code_version", lambda: "edited")
+        report_figures.bias_grid(rows, "m", tmp_path / "e" / "g.png")
+        assert len(drawn) == 5 and len(list(cache.iterdir())) == 8
+    report_figures.bias_grid(rows, "m", tmp_path / "f" / "g.png")
+    assert len(drawn) == 6

@@ -240,3 +240,19 @@ def test_an_unknown_task_is_refused(task_file: Path, inner: str) -> None:
 def test_the_inner_task_is_required() -> None:
     with pytest.raises(InnerTaskError, match="needs the task to wrap: -T task="):
         position()
+
+
+def test_a_provider_without_logprobs_is_a_clear_error(tmp_path: Path) -> None:
+    from test_inspect import output, scripted
+
+    fixture = Path(__file__).resolve().parents[1] / "fixtures" / "mc_position" / "mc_tasks.py"
+    (log,) = inspect_eval(
+        "biasmonkey/position",
+        model=scripted({}, default=output("A")),
+        task_args={"task": f"{fixture}@posmc"},
+        limit=1,
+        log_dir=str(tmp_path),
+        display="none",
+    )
+    assert log.status == "error"
+    assert "returned no top_logprobs" in log.error.message and "mode=sample" not in log.error.message

@@ -169,7 +169,7 @@ def test_matches_answer_position_on_shift_zero_items() -> None:
     assert spec.n_items == 40 and spec.left_out == {"unbalanced": 0}
     # PriDe needs its calibration items in all shifts: absent, with the reason
     pride = s.conditions["pride"]
-    assert math.isnan(pride.accuracy) and "needs all 4 cyclic shifts" in pride.reason
+    assert math.isnan(pride.accuracy) and "needs items asked in all their cyclic orders" in pride.reason
     assert s.conditions["contextual"].reason == "no content-free vectors given"
 
 
@@ -257,10 +257,19 @@ def test_pride_draw_size_and_errors() -> None:
     np.testing.assert_allclose(c.priors[2], np.array([r, 0.2]) / (r + 0.2), rtol=1e-8)
     assert c.left_out == {"calibration": 1, "unpriored": 3}
     assert sorted(it.id for it, s in zip(items, c.scored) if s) == ["X1", "Y2"]
-    # one item with only shift 0: it is the calibration item, without all shifts
+    # one item with only shift 0: no item to estimate a prior from
     lone = [PositionItem("solo", 3, 0, (0,), np.zeros((1, 3)))]
-    with pytest.raises(NotComputable, match=r"PriDe calibration item 'solo' needs all 3 cyclic shifts, has \[0\]"):
+    with pytest.raises(NotComputable, match=r"PriDe needs items asked in all their cyclic orders \(permutations=0\)"):
         pride_correction(lone)
+    # an item cut short (a --limit run) is never drawn: the calibration item is the complete one,
+    # whatever the seed, and the cut item is debiased with its prior
+    cut = [
+        PositionItem("whole", 2, 0, (0, 1), np.log([[0.6, 0.4], [0.7, 0.3]])),
+        PositionItem("cut", 2, 1, (0,), np.zeros((1, 2))),
+    ]
+    for seed in range(5):
+        drawn = pride_correction(cut, share=0.5, seed=seed)
+        assert drawn.calibration_ids == ("whole",) and drawn.scored.tolist() == [False, True]
     assert issubclass(NotComputable, ValueError)
     with pytest.raises(ValueError, match="share must be in"):
         pride_correction(items, share=1.0)

@@ -24,7 +24,7 @@ from typing import Any
 
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report import comparison
+from biasmonkey.harness_ext.app.report import comparison, figures
 from biasmonkey.harness_ext.app.report.families import call, check_options, family_reports
 from biasmonkey.harness_ext.app.report.headline import headline_figure
 from biasmonkey.harness_ext.app.report.hub import PLACEHOLDER_DATASET
@@ -36,6 +36,7 @@ from biasmonkey.harness_ext.logs import describe
 from biasmonkey.harness_ext.truncation import cut_sentence
 from biasmonkey.metrics import SIGNIFICANCE
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
+from biasmonkey.tasks.cache import cache_root
 
 __all__ = ["write_report", "discover", "build_tables"]
 
@@ -222,7 +223,18 @@ def write_report(
     `section` parameters), e.g. the response-bias `baselines` (True: the paper's nine models beside
     yours, a list: those, False: none) and `uncertainty_side` ("paper", "q" or "qp")."""
     check_options(options)
-    out = Path(out_dir)
+    with figures.figure_cache(cache_root() / "figures"):
+        return _write_report(Path(out_dir), paths, names, hub_dataset, baseline, options)
+
+
+def _write_report(
+    out: Path,
+    paths: Sequence[str | Path],
+    names: Mapping[str, str] | None,
+    hub_dataset: str,
+    baseline: str | None,
+    options: Mapping[str, Any],
+) -> Path:
     models = discover(paths, names)
     tables = build_tables(models, **options)
     fig_dir = out / "figures"

@@ -14,7 +14,7 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, save
+from biasmonkey.harness_ext.app.report.figures import colour_bar, effect_cells, from_cache, save
 
 
 @dataclass
@@ -53,6 +53,8 @@ def wrap_title(title: str, width: float, fontsize: float = TITLE_SIZE) -> str:
 def headline_figure(panels: Sequence[Panel], path: Path) -> Path | None:
     """The panels stacked in one figure (None without panels); every cell the same size, each
     panel's colour bar at its right."""
+    if panels and from_cache(path, "headline", list(panels)):
+        return path
     fig = draw_headline(panels)
     return None if fig is None else save(fig, path)
 
