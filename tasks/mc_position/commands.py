@@ -29,6 +29,17 @@ def _search_path(include_path: list[Path]) -> list[str]:
     return [str(tasks_dir()), *(str(p) for p in include_path)]
 
 
+def _add_include_path(parser: Any, searched: str) -> None:
+    parser.add_argument(
+        "--include-path",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help=f"a folder of your own lm-eval task files, searched for {searched} (repeatable)",
+    )
+
+
 def add_selection_options(parser: argparse.ArgumentParser) -> None:
     """`--position-of` and `--include-path` for `run` and `plan`."""
     group = parser.add_argument_group("answer-position bias on any multiple-choice task (docs/mc_position.md)")
@@ -39,14 +50,7 @@ def add_selection_options(parser: argparse.ArgumentParser) -> None:
         help="lm-eval multiple-choice tasks to ask lettered in their original and cyclic orders (instead of "
         "--suite/--tasks); options: --permutations, --letter-spellings, --pride-share, …",
     )
-    group.add_argument(
-        "--include-path",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder of your own lm-eval task files, searched for the --position-of tasks (repeatable)",
-    )
+    _add_include_path(group, "the --position-of tasks")
 
 
 def task_selection(args: argparse.Namespace, root: Path) -> tuple[str, Path] | None:
@@ -77,12 +81,5 @@ def add_commands(subparsers: Any) -> None:
     )
     p.add_argument("task", nargs="+", help="lm-eval multiple-choice task names (no groups)")
     p.add_argument("--out", type=Path, required=True, help="the folder to write into (for lm_eval --include_path)")
-    p.add_argument(
-        "--include-path",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="DIR",
-        help="a folder of your own lm-eval task files, searched for the tasks (repeatable)",
-    )
+    _add_include_path(p, "the tasks")
     p.set_defaults(func=cmd_position_tasks)

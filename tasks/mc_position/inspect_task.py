@@ -56,6 +56,7 @@ from biasmonkey.harness_ext.inspect.common import (
     family_metrics,
     first_token_top_logprobs,
     metric_table,
+    most_likely,
     renormalised,
     shares_text,
 )
@@ -225,14 +226,14 @@ def explained(record: PositionRecord) -> tuple[str, str, dict[str, Any]]:
     chosen letter, the gold letter) and the probabilities for the score's metadata."""
     letters = LETTERS[: record.n]
     probabilities = renormalised(record.letters)
-    best = max(probabilities)
-    top = [x for x, p in zip(letters, probabilities) if p == best]
-    answer = top[0] if len(top) == 1 else "tie " + "/".join(top)
+    top = most_likely(letters, probabilities)
+    tied = "/" in top
+    answer = "tie " + top if tied else top
     if record.kind == "content_free":
         gold = "none (content-free prompt)"
     else:
         letter = letters[shown_position(record.gold, record.n, record.shift)]
-        verdict = "tie" if len(top) > 1 else "right" if answer == letter else "wrong"
+        verdict = "tie" if tied else "right" if answer == letter else "wrong"
         gold = f"{letter} (original option {LETTERS[record.gold]}, shift {record.shift}): {verdict}"
     explanation = (
         f"{shares_text(letters, probabilities)} → {answer} (log-sum-exp of each letter's spellings, renormalised "

@@ -41,7 +41,7 @@ from biasmonkey.tasks.mc_position.prompts import (
 )
 
 
-def letter_labels(choices: Sequence[str]) -> bool:
+def lettered_choices(choices: Sequence[str]) -> bool:
     """Whether a task's answer choices are its letters in order ("A", "B", … or "(A)", "(B)", …)."""
     stripped = [str(c).strip().strip("()").strip() for c in choices]
     return stripped == list(LETTERS[: len(stripped)])
@@ -155,7 +155,7 @@ class PositionTask(ConfigurableTask):
             n = len(choices)
             check_option_count(n, where)
             gold = self._gold(doc, choices, where)
-            lettered = letter_labels(choices)
+            lettered = lettered_choices(choices)
             if index == 0 and lettered:
                 self.options_field = self._find_options_field(doc, n, where)
             if lettered != (self.options_field is not None):

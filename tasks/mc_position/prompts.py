@@ -15,15 +15,11 @@ from collections.abc import Sequence
 
 import numpy as np
 
-LETTERS = tuple("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
-MIN_OPTIONS, MAX_OPTIONS = 2, len(LETTERS)
+from biasmonkey.metrics.position_bias import LETTERS, MAX_OPTIONS, MIN_OPTIONS, cyclic_order
+
+__all__ = ["LETTERS", "MAX_OPTIONS", "MIN_OPTIONS", "cyclic_order"]  # with this module's own names below
 CONTENT_FREE = "N/A"  # Zhao et al. (ICML 2021): the content-free input in place of the question and options
 ANSWER_CUE = "Answer:"
-
-
-def cyclic_order(n: int, shift: int) -> list[int]:
-    """The original option shown at each position under `shift`."""
-    return [(p + shift) % n for p in range(n)]
 
 
 def shown_position(gold: int, n: int, shift: int) -> int:

@@ -22,7 +22,7 @@ import numpy as np
 from biasmonkey.metrics.position_bias import PositionItem, PositionSummary, summarize_positions
 from biasmonkey.metrics.yesno import answer_logprob
 from biasmonkey.tasks.mc_position.options import PositionOptions
-from biasmonkey.tasks.mc_position.prompts import LETTERS, check_option_count, cyclic_order
+from biasmonkey.tasks.mc_position.prompts import check_option_count, cyclic_order
 
 KINDS = ("item", "content_free")
 
@@ -42,7 +42,7 @@ class PositionRecord:
 
     def order(self) -> list[int]:
         """The original option shown at each position."""
-        return cyclic_order(self.n, self.shift)
+        return cyclic_order(self.n, self.shift).tolist()
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -73,10 +73,6 @@ def score_document(doc: Mapping[str, Any], logprobs: Sequence[float], n_imputed:
     if not all(math.isfinite(x) for x in letters):
         raise ValueError(f"{where}: log-probabilities {values} leave a letter without probability")
     return PositionRecord(str(doc["id"]), kind, n, gold if kind == "item" else -1, shift, values, letters, n_imputed)
-
-
-def letter_labels(n: int) -> tuple[str, ...]:
-    return LETTERS[:n]
 
 
 def document_order(item_id: str) -> tuple[str, int]:
