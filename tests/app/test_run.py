@@ -89,8 +89,10 @@ def test_results_folder_is_named_after_the_model_as_given(tiny_model: Path) -> N
 def test_suite_chooses_the_default_tasks() -> None:
     assert value(command("--suite", "yesno"), "--tasks") == "biasmonkey-yesno"
     assert value(command("--suite", "cognitive"), "--tasks") == "biasmonkey-cognitive"
-    # every family's suite, in the registry's order
-    assert value(command("--suite", "all"), "--tasks") == ",".join(f.suite for f in FAMILIES.values())
+    # every family's suite, in the registry's order; a family with an open task table (mc_position) has none
+    suites = [f.suite for f in FAMILIES.values() if f.suite]
+    assert len(suites) == len(FAMILIES) - 1
+    assert value(command("--suite", "all"), "--tasks") == ",".join(suites)
     assert value(command("--suite", "all"), "--tasks").startswith("biasmonkey,biasmonkey-yesno,biasmonkey-cognitive")
     assert (
         value(command("--suite", "yesno", "--tasks", "biasmonkey_yesno_comps"), "--tasks") == "biasmonkey_yesno_comps"
