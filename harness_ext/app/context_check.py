@@ -16,12 +16,16 @@ where summary.md, the report, its tables and its exports read it.
 
 Only requests whose text is long enough to possibly not fit are tokenised (a token is at least
 one byte of UTF-8, and a few special tokens are added at most), so a model with a long context
-costs next to nothing here.
+costs next to nothing here: the tokenizer is not even loaded, and a local model folder's context,
+once read, is kept in biasmonkey's cache by the folder's small files (`model_context`).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import hashlib
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -30,6 +34,8 @@ from typing import Any
 
 from biasmonkey.harness_ext.app.plan import TaskRequests, build_requests, encode
 from biasmonkey.harness_ext.truncation import TaskCuts, cut_sentence
+from biasmonkey.tasks.atomic_write import make_folder, write_text
+from biasmonkey.tasks.cache import cache_root
 
 log = logging.getLogger("biasmonkey")
 
@@ -38,6 +44,8 @@ DEFAULT_MAX_GEN_TOKS = 256  # lm-eval's HFLM, where a task sets none
 SPECIAL_TOKENS_SLACK = 8  # BOS/EOS and the like a tokenizer may add to a text
 CONTEXT_ATTRIBUTES = ("n_positions", "max_position_embeddings", "n_ctx")  # lm-eval's order
 TOKENIZER_INFINITY = 10**20  # above this, `model_max_length` means "unset"
+LIMITS_CACHE = "context_limits"  # under cache_root(): each local model folder's context (`model_context`)
+KEYED_FILE_BYTES = 64 * 2**20  # files up to this size key a folder's context (weights above it do not)
 
 
 @dataclass
@@ -129,14 +137,20 @@ def too_long(fit: Fit, model: str) -> ValueError:
     )
 
 
-def load_for_context(source: str, server: bool) -> tuple[Any, Any]:
-    """The tokenizer and config (None where there is none) of a model folder or hub id; no weights."""
-    from transformers import AutoConfig, AutoTokenizer
+def _load_tokenizer(source: str) -> Any:
+    from transformers import AutoTokenizer
 
     try:
-        tokenizer = AutoTokenizer.from_pretrained(source)
+        return AutoTokenizer.from_pretrained(source)
     except Exception as err:  # a tokenizer transformers cannot read
         raise ValueError(f"{source}: cannot load its tokenizer ({str(err).splitlines()[0][:200]})") from None
+
+
+def load_for_context(source: str, server: bool) -> tuple[Any, Any]:
+    """The tokenizer and config (None where there is none) of a model folder or hub id; no weights."""
+    from transformers import AutoConfig
+
+    tokenizer = _load_tokenizer(source)
     try:
         config = AutoConfig.from_pretrained(source)
     except Exception as err:
@@ -144,6 +158,44 @@ def load_for_context(source: str, server: bool) -> tuple[Any, Any]:
             raise ValueError(f"{source}: cannot read its config.json ({str(err).splitlines()[0][:200]})") from None
         config = None  # a tokenizer folder of a served model
     return tokenizer, config
+
+
+def _folder_key(source: str, server: bool) -> str | None:
+    """The key of a local model folder's context: transformers' version and each top-level file up to
+    KEYED_FILE_BYTES (config, tokenizer, small weights), by name and content; None for a hub id."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return None
+    from importlib.metadata import version
+
+    digest = hashlib.sha256(f"transformers {version('transformers')} server={server}".encode())
+    for file in sorted(folder.iterdir()):
+        if file.is_file() and file.stat().st_size <= KEYED_FILE_BYTES:
+            digest.update(file.name.encode() + b"\0" + file.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def model_context(source: str, server: bool) -> tuple[int | None, str, Any]:
+    """The model's context (`context_length`; None: a served model's tokenizer folder that names none),
+    where it comes from, and the tokenizer where it was loaded. Kept per local folder (`_folder_key`)
+    under cache_root()/LIMITS_CACHE: loading a config imports torch and transformers, seconds that a
+    run whose prompts are all short enough does not need again."""
+    key = _folder_key(source, server)
+    path = cache_root() / LIMITS_CACHE / f"{key}.json" if key else None
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            cached = json.loads(path.read_text())
+            return cached["limit"], cached["source"], None
+    tokenizer, config = load_for_context(source, server)
+    if server and config is None and getattr(tokenizer, "model_max_length", TOKENIZER_INFINITY) >= TOKENIZER_INFINITY:
+        limit, where = None, "unknown"  # the served model's context is unknown here: the server judges
+    else:
+        limit, where = context_length(config, tokenizer)
+    if path is not None:
+        with contextlib.suppress(OSError, ValueError):  # a cache that cannot be written is no error
+            make_folder(path.parent)
+            write_text(path, json.dumps({"limit": limit, "source": where}))
+    return limit, where, tokenizer
 
 
 def check_context(
@@ -156,11 +208,12 @@ def check_context(
         return Fit()
     from biasmonkey.harness_ext.app.plan import _tokenizer_lm
 
-    tokenizer, config = load_for_context(source, server)
-    if server and config is None and getattr(tokenizer, "model_max_length", TOKENIZER_INFINITY) >= TOKENIZER_INFINITY:
+    limit, where, tokenizer = model_context(source, server)
+    if limit is None:
         return Fit()  # the served model's context is unknown here: the server judges
-    limit, where = context_length(config, tokenizer)
-    lm = _tokenizer_lm(tokenizer)
+    if not args.apply_chat_template and not any(_may_not_fit(r, limit) for task in tasks for r in task.requests):
+        return Fit(limit, where)  # every prompt is too short to be cut: no tokenizer needed
+    lm = _tokenizer_lm(tokenizer if tokenizer is not None else _load_tokenizer(source))
     if args.apply_chat_template:  # the prompts as lm-eval will send them, template included
         from biasmonkey.harness_ext.app.plan import include_dir, task_spec
 

@@ -151,10 +151,12 @@ def _load_tasks(spec: str, metadata: dict[str, Any], include: Path | None = None
     """lm-eval's task objects for a task spec (our folder, or `include`, only, unless the spec names other tasks)."""
     from lm_eval.tasks import TaskManager
 
+    from biasmonkey.harness_ext.lm_eval.task_index import resolves_within
+
     names = [name.strip() for name in spec.split(",") if name.strip()]
     folder = str(include or tasks_dir())
     ours = TaskManager(include_path=folder, include_defaults=False, metadata=metadata)
-    if set(names) <= set(ours.all_tasks):
+    if resolves_within(ours.task_index, names):
         return ours.load(names)["tasks"]
     if any(not name.startswith("biasmonkey") for name in names):  # another suite's task: index lm-eval's too (slow)
         manager = TaskManager(include_path=folder, metadata=metadata)

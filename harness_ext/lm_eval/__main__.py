@@ -10,7 +10,8 @@ When `biasmonkey run` starts it (environment variable `BIASMONKEY_RUN` set), lm-
 apply the chat template to an instruct model is left out: the raw prompt is the paper's protocol and
 a deliberate default there. Every other message, warnings and errors included, is lm-eval's own.
 
-Before lm-eval creates the model, biasmonkey's tasks among `--tasks` read their options
+lm-eval indexes only the `--include_path` folders when the run's tasks all resolve there (`task_index.py`:
+its ~15,000 built-in task files take 10-20 s to index on 2 cores). Before lm-eval creates the model, biasmonkey's tasks among `--tasks` read their options
 (`--metadata`) and, with `--num_fewshot`, build one document with the shots (`preflight.py`): a bad
 option value or a few-shot setting a task refuses is one line and exit status 2, before any
 weights load. A prompt longer than the model's context is an error from the backends
@@ -39,6 +40,7 @@ from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.served import ServerError
 from biasmonkey.harness_ext.lm_eval.parent_watch import die_with_parent
 from biasmonkey.harness_ext.lm_eval.preflight import check_run
+from biasmonkey.harness_ext.lm_eval.task_index import index_only_what_runs
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 QUIET_ENV = "BIASMONKEY_RUN"
@@ -61,7 +63,8 @@ def _stop(signum: int, _frame: Any) -> None:
 
 def preflight(args: argparse.Namespace) -> None:
     """biasmonkey's checks of an lm-eval run (`preflight.check_run`), before the model loads; a
-    configuration lm-eval itself refuses is left to lm-eval's own message."""
+    configuration lm-eval itself refuses is left to lm-eval's own message. Then lm-eval indexes only
+    the include path when the run's tasks are all there (`task_index.index_only_what_runs`)."""
     if getattr(args, "command", None) != "run":
         return
     from lm_eval.config.evaluate_config import EvaluatorConfig
@@ -82,6 +85,8 @@ def preflight(args: argparse.Namespace) -> None:
     except ValueError as err:
         print(f"lm-eval not started: {err}", file=sys.stderr)
         sys.exit(2)
+    tasks = config.tasks or []
+    index_only_what_runs(tasks.split(",") if isinstance(tasks, str) else [t for task in tasks for t in task.split(",")])
 
 
 def main() -> None:
