@@ -49,8 +49,16 @@ def test_raw_and_chat_runs_are_two_settings_and_lm_eval_names_them_alike(tiny_mo
             display="none",
         )
         assert log.status == "success"
-    run_lm_eval(tiny_model, tmp_path / "lm_raw", "biasmonkey_acquiescence", "--limit", "2")
-    run_lm_eval(tiny_model, tmp_path / "lm_chat", "biasmonkey_acquiescence", "--limit", "2", "--apply_chat_template")
+    run_lm_eval(tiny_model, tmp_path / "lm_raw", "biasmonkey_acquiescence", "--limit", "2", launcher=True)
+    run_lm_eval(
+        tiny_model,
+        tmp_path / "lm_chat",
+        "biasmonkey_acquiescence",
+        "--limit",
+        "2",
+        "--apply_chat_template",
+        launcher=True,
+    )
     runs = {name: scan(tmp_path / name)[0].run for name in ("raw", "chat", "lm_raw", "lm_chat")}
     assert runs["raw"] == runs["lm_raw"] and runs["chat"] == runs["lm_chat"]
     assert runs["raw"] != runs["chat"]
