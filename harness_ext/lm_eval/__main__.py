@@ -10,10 +10,11 @@ When `biasmonkey run` starts it (environment variable `BIASMONKEY_RUN` set), lm-
 apply the chat template to an instruct model is left out: the raw prompt is the paper's protocol and
 a deliberate default there. Every other message, warnings and errors included, is lm-eval's own.
 
-lm-eval indexes only the `--include_path` folders when the run's tasks all resolve there (`task_index.py`:
-its ~15,000 built-in task files take 10-20 s to index on 2 cores). Before lm-eval creates the model, biasmonkey's tasks among `--tasks` read their options
-(`--metadata`) and, with `--num_fewshot`, build one document with the shots (`preflight.py`): a bad
-option value or a few-shot setting a task refuses is one line and exit status 2, before any
+lm-eval indexes only the `--include_path` folders when the run's tasks all resolve there
+(`task_index.py`: its ~15,000 built-in task files take 10-20 s to index on 2 cores). Before lm-eval
+creates the model, biasmonkey's tasks among `--tasks` read their options (`--metadata`) and, with
+`--num_fewshot`, build one document with the shots (`preflight.py`): a bad option value or a
+few-shot setting a task refuses is one line and exit status 2, before any
 weights load. A prompt longer than the model's context is an error from the backends
 (`backends/context.py`), one line too.
 
@@ -85,8 +86,7 @@ def preflight(args: argparse.Namespace) -> None:
     except ValueError as err:
         print(f"lm-eval not started: {err}", file=sys.stderr)
         sys.exit(2)
-    tasks = config.tasks or []
-    index_only_what_runs(tasks.split(",") if isinstance(tasks, str) else [t for task in tasks for t in task.split(",")])
+    index_only_what_runs(config.tasks or [])
 
 
 def main() -> None:

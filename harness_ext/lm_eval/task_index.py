@@ -39,12 +39,14 @@ def resolves_within(index: Mapping[str, Any], names: Iterable[str]) -> bool:
     return True
 
 
-def index_only_what_runs(names: Iterable[str]) -> None:
+def index_only_what_runs(tasks: str | Iterable[str]) -> None:
     """From now on in this process, lm-eval's `TaskManager` leaves out its built-in tasks whenever
-    `names` (the run's `--tasks`) resolve in the include path alone (`resolves_within`)."""
+    `tasks` (the run's `--tasks`: comma-separated, or a list of such) resolve in the include path
+    alone (`resolves_within`)."""
     import lm_eval.tasks
 
-    requested = [name.strip() for name in names if name.strip()]
+    given = [tasks] if isinstance(tasks, str) else list(tasks)
+    requested = [name.strip() for value in given for name in value.split(",") if name.strip()]
     stock = lm_eval.tasks.TaskManager
 
     class IncludePathFirst(stock):  # type: ignore[misc, valid-type]

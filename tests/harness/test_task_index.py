@@ -56,14 +56,14 @@ def test_the_launcher_indexes_lm_evals_tasks_only_when_needed(monkeypatch: pytes
             super().__init__(*args, include_defaults=False, **kwargs)
 
     monkeypatch.setattr(lm_eval.tasks, "TaskManager", Recording)
-    index_only_what_runs(["biasmonkey_acquiescence", " biasmonkey "])
+    index_only_what_runs("biasmonkey_acquiescence, biasmonkey")
     manager = lm_eval.tasks.TaskManager(include_path=str(tasks_dir()), metadata={})
     assert built == [False] and "biasmonkey" in manager.all_tasks
     assert set(manager.load(["biasmonkey"])["tasks"]) >= {"biasmonkey_acquiescence"}
 
     built.clear()
     monkeypatch.setattr(lm_eval.tasks, "TaskManager", Recording)
-    index_only_what_runs(["biasmonkey_acquiescence", "arc_easy"])
+    index_only_what_runs(["biasmonkey_acquiescence,arc_easy"])
     lm_eval.tasks.TaskManager(include_path=str(tasks_dir()))
     assert built == [False, True]  # tried the folder, then lm-eval's full index
     built.clear()
