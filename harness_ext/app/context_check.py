@@ -185,7 +185,9 @@ def model_context(source: str, server: bool) -> tuple[int | None, str, Any]:
     if path is not None:
         with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
             cached = json.loads(path.read_text())
-            return cached["limit"], cached["source"], None
+            limit, where = cached["limit"], cached["source"]
+            if (limit is None or (type(limit) is int and limit > 0)) and isinstance(where, str):
+                return limit, where, None  # else not what model_context wrote: read afresh
     tokenizer, config = load_for_context(source, server)
     if server and config is None and getattr(tokenizer, "model_max_length", TOKENIZER_INFINITY) >= TOKENIZER_INFINITY:
         limit, where = None, "unknown"  # the served model's context is unknown here: the server judges

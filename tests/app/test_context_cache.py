@@ -78,9 +78,10 @@ def test_a_run_of_short_prompts_loads_no_tokenizer(
         check_context(args, long, str(tiny_model), {})
 
 
-def test_an_unreadable_cache_entry_is_read_afresh(tiny_model: Path, cache: Path) -> None:
+def test_a_damaged_cache_entry_is_read_afresh(tiny_model: Path, cache: Path) -> None:
     model_context(str(tiny_model), server=False)
     [entry] = cache.iterdir()
-    entry.write_text("{not json")
-    assert model_context(str(tiny_model), server=False)[:2] == (1024, "config.json n_positions")
-    assert json.loads(entry.read_text())["limit"] == 1024
+    for damaged in ("{not json", '{"limit": "1024", "source": "x"}', '{"limit": -5, "source": "x"}', '{"limit": 9}'):
+        entry.write_text(damaged)
+        assert model_context(str(tiny_model), server=False)[:2] == (1024, "config.json n_positions")
+        assert json.loads(entry.read_text()) == {"limit": 1024, "source": "config.json n_positions"}
