@@ -35,7 +35,7 @@ from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.mc_position.family import FAMILY, PREFIX
 from biasmonkey.tasks.mc_position.options import PositionOptions
 from biasmonkey.tasks.mc_position.prompts import LETTERS
-from biasmonkey.tasks.mc_position.scoring import summarize
+from biasmonkey.tasks.mc_position.scoring import items_without_original, summarize, unasked_original
 from biasmonkey.tasks.mc_position.summary import LABELS, ROW_KEYS, condition_rows
 
 NAME = FAMILY.name
@@ -151,13 +151,18 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
 
 
 def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
-    """Letter spellings imputed from a served model's top log-probabilities (the `imputed_continuations` metric)."""
+    """Letter spellings imputed from a served model's top log-probabilities (the `imputed_continuations` metric)
+    and items left out because their original order has no answer."""
     rows = []
     for m in models:
         for task, records in m.tasks(NAME).items():
             if imputed := sum(r.n_imputed for r in records):
                 detail = f"{imputed:g} letter spellings imputed (not in the top-k) over {len(records)} documents"
                 rows.append({"model": m.name, "task": task, "warning": "imputed log-probabilities", "detail": detail})
+            if missing := items_without_original(records):
+                rows.append(
+                    {"model": m.name, "task": task, "warning": "items left out", "detail": unasked_original(missing)}
+                )
     return rows
 
 

@@ -100,13 +100,32 @@ def position_items(records: Sequence[PositionRecord]) -> tuple[list[PositionItem
             rows[r.id][r.shift] = r
     items = []
     for item_id, by_shift in sorted(rows.items(), key=lambda kv: document_order(kv[0])):
-        if 0 not in by_shift:  # its original order not (yet) answered: Inspect's running metrics, --sample-id
+        if 0 not in by_shift:  # counted by items_without_original
             continue
         shifts = tuple(sorted(by_shift))
         first = by_shift[shifts[0]]
         logprobs = np.array([by_shift[s].letters for s in shifts])
         items.append(PositionItem(id=item_id, n=first.n, gold=first.gold, shifts=shifts, logprobs=logprobs))
     return items, content_free
+
+
+def items_without_original(records: Sequence[PositionRecord]) -> list[str]:
+    """The items `position_items` leaves out: some of their orders answered, the original one not
+    (an Inspect `--sample-id` selection, a run cut short); each report counts them."""
+    shifts: dict[str, set[int]] = defaultdict(set)
+    for r in records:
+        if r.kind == "item":
+            shifts[r.id].add(r.shift)
+    return sorted((i for i, s in shifts.items() if 0 not in s), key=document_order)
+
+
+def unasked_original(missing: Sequence[str]) -> str:
+    """The note on the items `items_without_original` found."""
+    n, shown = len(missing), ", ".join(missing[:3]) + (", …" if len(missing) > 3 else "")
+    return (
+        f"{n} item{'s' * (n != 1)} left out of every number, as the original order has no answer ({shown}): "
+        "run every order of an item (not a --sample-id selection of them) to score it"
+    )
 
 
 def summarize(records: Sequence[PositionRecord], options: PositionOptions | None = None) -> PositionSummary:

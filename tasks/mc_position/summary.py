@@ -20,7 +20,13 @@ from typing import Any
 from biasmonkey.metrics.position_bias import CONDITIONS, SCALARS, PositionSummary
 from biasmonkey.tasks.contract import SummaryTable, base_task_name
 from biasmonkey.tasks.mc_position.options import PositionOptions
-from biasmonkey.tasks.mc_position.scoring import PositionRecord, document_order, summarize
+from biasmonkey.tasks.mc_position.scoring import (
+    PositionRecord,
+    document_order,
+    items_without_original,
+    summarize,
+    unasked_original,
+)
 
 # How the report and the notes name each condition.
 LABELS = {"raw": "raw", "pride": "PriDe", "contextual": "contextual", "specific": "Specific"}
@@ -138,4 +144,6 @@ def summary_table(
         notes += [note for row in task_rows if (note := condition_note(row))]
         if n := sum(r.n_imputed for r in records):
             imputed.append(f"{name}: {n:g} letter spellings imputed (not in the top-k log-probabilities)")
+        if missing := items_without_original(records):
+            notes.append(f"{name}: {unasked_original(missing)}")
     return SummaryTable(rows, list(COLUMNS), [*notes, *imputed, NOTE])

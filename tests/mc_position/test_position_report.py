@@ -23,6 +23,7 @@ from biasmonkey.harness_ext.logs import records_from_samples_file
 from biasmonkey.metrics.position_bias import CONDITIONS, SCALARS
 from biasmonkey.tasks.families import FAMILIES, POSITION
 from biasmonkey.tasks.mc_position.family import metric_name
+from biasmonkey.tasks.mc_position.scoring import items_without_original as unasked_ids
 from biasmonkey.tasks.mc_position.scoring import summarize
 from biasmonkey.tasks.mc_position.summary import LABELS, summary_table
 from biasmonkey.tasks.mc_position.wrappers import write_wrappers
@@ -202,3 +203,28 @@ def test_two_entries_of_one_task_stand_side_by_side_and_say_how_they_differ(run:
     assert note in section.blocks
     assert (tmp_path / "position_recalls_mmlu_anatomy_authors.png").is_file()
     assert report.summary(models[1], tables)["position_items"] == 10
+
+
+def test_items_whose_original_order_has_no_answer_are_counted_and_named(run: dict) -> None:
+    """A selection of documents without an item's original order (Inspect's --sample-id): the item
+    is in no number, and the summary and the report's warnings say how many and which."""
+    from biasmonkey.tasks.mc_position import report
+
+    records = run["records"]
+    last = records[-1].id  # the last item, asked in three of its four orders
+    kept = [r for r in records if not (r.id == last and r.shift == 0)]
+    assert len(kept) == len(records) - 1
+    assert summarize(kept).conditions["raw"].n_items == 14 and unasked_ids(kept) == [last]
+    table = summary_table([kept], tasks=[TASK])
+    note = f"{NAME}: 1 item left out of every number, as the original order has no answer ({last})"
+    assert any(n.startswith(note) for n in table.notes), table.notes
+    assert not any("has no answer" in n for n in summary_table([records], tasks=[TASK]).notes)
+
+    class Model:
+        name = "tiny"
+
+        def tasks(self, family: str) -> dict:
+            return {TASK: kept}
+
+    (row,) = [w for w in report.warnings([Model()], {}) if w["warning"] == "items left out"]
+    assert row["task"] == TASK and row["detail"].startswith(note.split(": ", 1)[1])
