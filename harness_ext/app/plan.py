@@ -43,7 +43,7 @@ import logging
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,8 +210,25 @@ def build_requests(
 # ---------------------------------------------------------------------------- tokens
 
 
+class _EncodeCall:
+    """A stand-in tokenizer for one `HFLM.tok_encode` call: it keeps the arguments of the `encode`
+    call that lm-eval makes (all else is the real tokenizer's), so the call can be made in a batch."""
+
+    def __init__(self, tokenizer: Any) -> None:
+        self.tokenizer = tokenizer
+        self.kwargs: dict[str, Any] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.tokenizer, name)
+
+    def encode(self, string: str, **kwargs: Any) -> list[int]:
+        self.kwargs = kwargs
+        return []
+
+
 def _tokenizer_lm(tokenizer: Any) -> Any:
-    """lm-eval's HF backend with a tokenizer and no model: its own tokenisation of requests."""
+    """lm-eval's HF backend with a tokenizer and no model: its own tokenisation of requests, each
+    distinct string once (`prefill` encodes many in a batch, the same tokens as one at a time)."""
     from lm_eval.api.model import LM
     from lm_eval.models.huggingface import HFLM
 
@@ -225,12 +242,41 @@ def _tokenizer_lm(tokenizer: Any) -> Any:
             self.enable_thinking = False
             self.chat_template_args: dict[str, Any] = {}
             self._encoded: dict[tuple[str, Any, Any], list[int]] = {}
+            self._wanted: dict[tuple[str, Any, Any], None] | None = None  # while prefill records
 
         def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs: Any) -> list[int]:
             key = (string, add_special_tokens, kwargs.get("left_truncate_len"))
             if key not in self._encoded:
+                if self._wanted is not None:
+                    self._wanted[key] = None
+                    return [-1]  # a placeholder token, for lm-eval code that looks at the first one
                 self._encoded[key] = super().tok_encode(string, add_special_tokens=add_special_tokens, **kwargs)
             return self._encoded[key]
+
+        def prefill(self, ask: Callable[[], Any], batch: int = 1024) -> None:
+            """Encode, in batches, every string that `ask()` (lm-eval's tokenisation of some
+            requests) wants: each call's `encode` arguments are lm-eval's own (recorded by
+            running HFLM.tok_encode on a stand-in tokenizer), grouped and sent as one batch."""
+            self._wanted = {}
+            try:
+                ask()
+            finally:
+                wanted, self._wanted = self._wanted, None
+            groups: dict[tuple, list[tuple[str, Any, Any]]] = {}
+            real = self.tokenizer
+            try:
+                for key in wanted:
+                    self.tokenizer = call = _EncodeCall(real)
+                    HFLM.tok_encode(self, key[0], add_special_tokens=key[1])
+                    groups.setdefault(tuple(sorted(call.kwargs.items())), []).append(key)
+            finally:
+                self.tokenizer = real
+            for kwargs, keys in groups.items():
+                for start in range(0, len(keys), batch):
+                    chunk = keys[start : start + batch]
+                    ids = real([k[0] for k in chunk], **dict(kwargs), return_attention_mask=False)["input_ids"]
+                    for (string, special, left), encoding in zip(chunk, ids):
+                        self._encoded[(string, special, left)] = encoding[-left:] if left else encoding
 
         def _loglikelihood_tokens(self, requests: list[Any], **kwargs: Any) -> list[Any]:
             return [(tuple(context), tuple(continuation)) for _, context, continuation in requests]
@@ -258,20 +304,23 @@ class Encoded:
     continuation: tuple[int, ...] = ()
 
 
-def encode(tasks: Sequence[TaskRequests], lm: Any) -> dict[str, list[Encoded]]:
-    """Each task's requests in tokens, as lm-eval's HF backend tokenises them."""
+def encode(tasks: Sequence[TaskRequests], lm: Any, batched: bool = True) -> dict[str, list[Encoded]]:
+    """Each task's requests in tokens, as lm-eval's HF backend tokenises them (`batched`: every
+    distinct string encoded in batches first, `lm.prefill`; tests/bench_startup.py times both)."""
     from lm_eval.api.instance import Instance
 
-    out = {}
-    for task in tasks:
+    def one(task: TaskRequests) -> list[Encoded]:
         scored = [r for r in task.requests if r.continuation is not None]
         instances = [Instance("loglikelihood", {}, (r.context, r.continuation), 0) for r in scored]
         pairs = iter(lm.loglikelihood(instances, disable_tqdm=True) if instances else [])
-        out[task.name] = [
+        return [
             Encoded(r, *next(pairs)) if r.continuation is not None else Encoded(r, tuple(lm.tok_encode(r.context)))
             for r in task.requests
         ]
-    return out
+
+    if batched:
+        lm.prefill(lambda: [one(task) for task in tasks])
+    return {task.name: one(task) for task in tasks}
 
 
 # ---------------------------------------------------------------------------- counting

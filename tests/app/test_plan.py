@@ -221,3 +221,33 @@ def test_calibration_samples_prompts_across_their_lengths() -> None:
     contexts = [tuple(range(n)) for n in range(1, 11)] + [(0,)]  # 10 distinct lengths, one repeated prompt
     assert [len(p) for p in sample_prompts(contexts, 4)] == [1, 4, 7, 10]
     assert len(sample_prompts(contexts, 20)) == 10
+
+
+@pytest.mark.parametrize("add_bos_token", [False, True])
+def test_batched_encoding_gives_lm_evals_tokens(tiny_model: Path, data_dir: Path, add_bos_token: bool) -> None:
+    """`encode` tokenises every distinct string in batches first (`prefill`): the same tokens as
+    lm-eval's HF backend one call at a time, on requests of three families (the yes-no set's
+    no-context requests among them), a generation and contexts that start with the BOS text, which
+    lm-eval encodes without special tokens: with a tokenizer that adds BOS, two kinds of `encode`
+    call in one batch."""
+    from biasmonkey.harness_ext.app.plan import Request, TaskRequests, _tokenizer_lm, encode
+
+    tasks = build_requests(
+        "biasmonkey_odd_even,biasmonkey_yesno_comps,biasmonkey_answer_position_anatomy_fewshot", {}, limit=2
+    )
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model, add_bos_token=add_bos_token)
+    bos = tokenizer.decode(tokenizer.bos_token_id)
+    extra = [Request(0, "Say yes.", None, max_gen_toks=8), Request(1, f"{bos}Is it? ", "yes"), Request(1, bos, " no")]
+    tasks.append(TaskRequests("extra", None, None, extra))
+    assert any(r.context == "" for t in tasks for r in t.requests)  # the yes-no set's no-context requests
+
+    batched, one_by_one = _tokenizer_lm(tokenizer), _tokenizer_lm(tokenizer)
+    assert encode(tasks, batched) == encode(tasks, one_by_one, batched=False)
+    assert batched._encoded == one_by_one._encoded  # the same distinct strings, each encoded once
+    plain = "Say yes."
+    assert batched._encoded[(plain, None, None)] == [tokenizer.bos_token_id] * add_bos_token + tokenizer.encode(
+        plain, add_special_tokens=False
+    )
+    special = [key[0] for key in batched._encoded if key[0].startswith(bos)]
+    assert len(special) >= 2
+    assert all(batched._encoded[(s, None, None)] == tokenizer.encode(s, add_special_tokens=False) for s in special)
