@@ -306,7 +306,7 @@ class Encoded:
 
 def encode(tasks: Sequence[TaskRequests], lm: Any, batched: bool = True) -> dict[str, list[Encoded]]:
     """Each task's requests in tokens, as lm-eval's HF backend tokenises them (`batched`: every
-    distinct string encoded in batches first, `lm.prefill`; tests/bench_startup.py times both)."""
+    distinct string encoded in batches first, `lm.prefill`; tests/bench_plan_encode.py times both)."""
     from lm_eval.api.instance import Instance
 
     def one(task: TaskRequests) -> list[Encoded]:
