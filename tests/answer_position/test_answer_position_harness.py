@@ -55,7 +55,6 @@ def both_runs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
         str(LIMIT),
         batch_size=1,
         dtype="float64",
-        launcher=True,
     )
     return logs, results, samples
 

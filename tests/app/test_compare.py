@@ -51,9 +51,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, 
     root = tmp_path_factory.mktemp("compare")
     alpha, beta = build_tiny_model(root / "alpha", seed=0), build_tiny_model(root / "beta", seed=1)
     out, chat = root / "out", root / "chat"
-    run_lm_eval(alpha, out, TASKS, "--limit", LIMIT, "--metadata", META, launcher=True)
-    run_lm_eval(beta, out, TASKS, "--limit", LIMIT, "--metadata", META, launcher=True)
-    run_lm_eval(alpha, chat, "biasmonkey_acquiescence", "--limit", LIMIT, "--apply_chat_template", launcher=True)
+    run_lm_eval(alpha, out, TASKS, "--limit", LIMIT, "--metadata", META)
+    run_lm_eval(beta, out, TASKS, "--limit", LIMIT, "--metadata", META)
+    run_lm_eval(alpha, chat, "biasmonkey_acquiescence", "--limit", LIMIT, "--apply_chat_template")
     folders = {p.name.rsplit("__", 1)[-1]: p for p in out.iterdir()}
     return {"root": root, "out": out, "chat": chat, "alpha": folders["alpha"], "beta": folders["beta"]}
 

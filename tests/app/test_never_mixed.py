@@ -36,9 +36,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, 
     root = tmp_path_factory.mktemp("never-mixed")
     alpha, beta = build_tiny_model(root / "alpha", seed=0), build_tiny_model(root / "beta", seed=1)
     out = root / "out"
-    run_lm_eval(alpha, out, TASKS, "--limit", LIMIT, launcher=True)
-    run_lm_eval(beta, out, TASKS, "--limit", LIMIT, launcher=True)
-    run_lm_eval(alpha, out, "biasmonkey_acquiescence", "--limit", LIMIT, "--num_fewshot", "1", launcher=True)
+    run_lm_eval(alpha, out, TASKS, "--limit", LIMIT)
+    run_lm_eval(beta, out, TASKS, "--limit", LIMIT)
+    run_lm_eval(alpha, out, "biasmonkey_acquiescence", "--limit", LIMIT, "--num_fewshot", "1")
     return {"root": root, "out": out, "alpha": alpha, "beta": beta}
 
 

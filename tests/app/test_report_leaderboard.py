@@ -56,7 +56,7 @@ def runs(
     try:
         metadata = json.dumps({"perturbation_seeds": [1, 2]})
         lm_eval_args = ("--limit", str(LIMIT), "--metadata", metadata)
-        run_lm_eval(tiny_model, root / "lm_eval", ",".join(LM_TASKS), *lm_eval_args, cwd=root, launcher=True)
+        run_lm_eval(tiny_model, root / "lm_eval", ",".join(LM_TASKS), *lm_eval_args, cwd=root)
         beta = build_tiny_model(root / "beta", seed=1)
         inspect_run(beta, INSPECT_TASKS, root / "inspect", LIMIT)
     finally:

@@ -32,7 +32,7 @@ pytestmark = pytest.mark.usefixtures("data_dir")
 def lm_eval_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> Path:
     """The model folder of a real lm-eval run of acquiescence on its first 3 pairs."""
     out = tmp_path_factory.mktemp("lm-eval-run")
-    run_lm_eval(tiny_model, out, TASK, "--limit", str(LIMIT), launcher=True)
+    run_lm_eval(tiny_model, out, TASK, "--limit", str(LIMIT))
     (folder,) = [p for p in out.iterdir() if p.is_dir()]
     return folder
 
@@ -149,7 +149,7 @@ def test_a_samples_selection_is_checked_by_count(
     """lm-eval --samples picks documents anywhere (its results file does not say which): the ids are
     not 0…n−1, and the count still has to match."""
     out = tmp_path / "out"
-    run_lm_eval(tiny_model, out, TASK, "--samples", json.dumps({TASK: [4, 9]}), launcher=True)
+    run_lm_eval(tiny_model, out, TASK, "--samples", json.dumps({TASK: [4, 9]}))
     (samples,) = out.rglob(f"samples_{TASK}_*.jsonl")
     assert [json.loads(line)["doc_id"] for line in samples.read_text().splitlines()] == [4, 9]
     status, err = summarize(out, capsys)

@@ -48,7 +48,7 @@ def inspect_records(model: Path, log_dir: Path, limit: int, raw_prompt: bool) ->
 def lm_eval_records(model: Path, out: Path, limit: int, chat: bool) -> dict[str, list[PairRecord]]:
     extra = ["--limit", str(limit)] + (["--apply_chat_template"] if chat else [])
     _, samples = run_lm_eval(
-        model, out, ",".join(f"biasmonkey_{t}" for t in TASKS), *extra, batch_size=1, dtype="float64", launcher=True
+        model, out, ",".join(f"biasmonkey_{t}" for t in TASKS), *extra, batch_size=1, dtype="float64"
     )
     return {t: records_from_samples_file(samples[f"biasmonkey_{t}"]) for t in TASKS}
 

@@ -44,11 +44,12 @@ def run_lm_eval(
     cwd: Path = REPO,
     batch_size: int = 8,
     dtype: str = "float32",
-    launcher: bool = False,
+    launcher: bool = True,
 ) -> tuple[dict, dict[str, Path]]:
-    """Run the stock lm_eval CLI (`launcher`: the same command line through biasmonkey's launcher,
-    which indexes only the include path: 10-20 s less a run); return the results dict and each
-    task's samples file. The model backend is stock `hf` either way."""
+    """Run lm-eval's CLI through biasmonkey's launcher, which indexes only the include path (15-20 s
+    less a run on 2 cores; `launcher=False`: the stock `lm_eval` command, for the tests of what a user
+    types); return the results dict and each task's samples file. The model backend is stock `hf`
+    either way."""
     cmd = [
         sys.executable,
         "-m",
@@ -116,7 +117,9 @@ def exact_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, data_d
     tasks_dir = subprocess.run(
         [str(Path(sys.executable).with_name("biasmonkey")), "tasks-dir"], capture_output=True, text=True, check=True
     ).stdout.strip()
-    return run_lm_eval(tiny_model, cwd / "out", "biasmonkey-response_bias", "--limit", "3", include=tasks_dir, cwd=cwd)
+    return run_lm_eval(
+        tiny_model, cwd / "out", "biasmonkey-response_bias", "--limit", "3", include=tasks_dir, cwd=cwd, launcher=False
+    )
 
 
 def test_suite_tag_runs_all_20_tasks_with_every_metric(exact_run) -> None:
@@ -173,7 +176,9 @@ def test_exact_requests_are_the_option_letters_after_the_paper_prompt(exact_run)
 
 def test_checkout_include_path_group_and_allow_forbid_exclusion(tiny_model: Path, tmp_path: Path) -> None:
     """`--include_path tasks` from the checkout; the `biasmonkey` group; the 40 published pairs."""
-    results, samples = run_lm_eval(tiny_model, tmp_path / "out", "biasmonkey", "--limit", "1", include="tasks")
+    results, samples = run_lm_eval(
+        tiny_model, tmp_path / "out", "biasmonkey", "--limit", "1", include="tasks", launcher=False
+    )
     assert set(ALL_TASKS) <= set(results["results"])
     assert set(results["group_subtasks"]["biasmonkey"]) == set(ALL_TASKS)
     assert results["n-samples"]["biasmonkey_allow_forbid"]["original"] == 40

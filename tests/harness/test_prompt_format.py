@@ -49,7 +49,7 @@ def test_raw_and_chat_runs_are_two_settings_and_lm_eval_names_them_alike(tiny_mo
             display="none",
         )
         assert log.status == "success"
-    run_lm_eval(tiny_model, tmp_path / "lm_raw", "biasmonkey_acquiescence", "--limit", "2", launcher=True)
+    run_lm_eval(tiny_model, tmp_path / "lm_raw", "biasmonkey_acquiescence", "--limit", "2")
     run_lm_eval(
         tiny_model,
         tmp_path / "lm_chat",
@@ -57,7 +57,6 @@ def test_raw_and_chat_runs_are_two_settings_and_lm_eval_names_them_alike(tiny_mo
         "--limit",
         "2",
         "--apply_chat_template",
-        launcher=True,
     )
     runs = {name: scan(tmp_path / name)[0].run for name in ("raw", "chat", "lm_raw", "lm_chat")}
     assert runs["raw"] == runs["lm_raw"] and runs["chat"] == runs["lm_chat"]

@@ -52,6 +52,7 @@ def runs(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
         metadata,
         include=str(root / "wrapped"),
         dtype="float64",
+        launcher=False,  # the wrappers as `lm_eval --include_path DIR` reads them
     )
     family = run_lm_eval(tiny_model, root / "family_out", "biasmonkey_answer_position_anatomy", dtype="float64")
     return {"wrapped": wrapped, "family": family, "root": root}

@@ -88,7 +88,9 @@ def glob_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory, data_di
     """Every yes-no task through the glob, with the installed tasks dir, from an unrelated directory."""
     cwd = tmp_path_factory.mktemp("elsewhere")
     include = str(tasks_dir())
-    return run_lm_eval(tiny_model, cwd / "out", "biasmonkey_yesno_*", "--limit", str(LIMIT), include=include, cwd=cwd)
+    return run_lm_eval(
+        tiny_model, cwd / "out", "biasmonkey_yesno_*", "--limit", str(LIMIT), include=include, cwd=cwd, launcher=False
+    )
 
 
 @pytest.fixture(scope="module")
