@@ -132,11 +132,13 @@ def _flag(value: Any) -> bool:
 
 @dataclass
 class _Spine:
-    """Kept keys/values of a path of trie nodes (one per layer: [kv heads, nodes, head dim])."""
+    """Kept keys/values of a path of trie nodes, every layer's in one tensor ([layers, nodes, kv
+    heads, head dim]: a forward's cache is read and assembled in a few operations, not a few per
+    layer and anchor, which on a GPU is a kernel launch each)."""
 
     nodes: list[int]
-    keys: list[torch.Tensor]
-    values: list[torch.Tensor]
+    keys: torch.Tensor
+    values: torch.Tensor
     previous: int  # the anchor whose path precedes the spine (ROOT: none)
     pending: int = 0  # rows anchored on it, and spines kept below it, still to run
 
@@ -586,19 +588,26 @@ class PrefixReuseHFLM(HFLM):
             b, k, token = torch.tensor(where, device=device).T
             scores.queue(logprobs[b, k, token], greedy[b, k] == token)
 
-        kept: list[_Spine] = []
-        for b, row in enumerate(rows):
-            for spine in row.spines:
-                at = torch.tensor(spine, device=device) + depth
-                kept.append(
-                    _Spine(
-                        nodes=[row.nodes[i] for i in spine],
-                        keys=[layer.keys[b][:, at] for layer in cache.layers],
-                        values=[layer.values[b][:, at] for layer in cache.layers],
-                        previous=row.anchor,
-                    )
-                )
-        return kept, scores
+        return self._kept_spines(rows, cache, depth), scores
+
+    @staticmethod
+    def _kept_spines(rows: list[Row], cache: DynamicCache | None, depth: int) -> list[_Spine]:
+        """The spines `rows` keep, read off their forward's cache (positions from `depth` on) with
+        one gather per layer for all of them."""
+        wanted = [(b, row, spine) for b, row in enumerate(rows) for spine in row.spines]
+        if not wanted:
+            return []
+        device = cache.layers[0].keys.device
+        batch = torch.from_numpy(np.concatenate([np.full(len(s), b) for b, _, s in wanted])).to(device)
+        at = torch.from_numpy(np.concatenate([np.asarray(s) + depth for _, _, s in wanted])).to(device)
+        # [layers, nodes of every spine, kv heads, head dim]
+        keys = torch.stack([layer.keys[batch, :, at] for layer in cache.layers])
+        values = torch.stack([layer.values[batch, :, at] for layer in cache.layers])
+        sizes = [len(s) for _, _, s in wanted]
+        return [
+            _Spine(nodes=[row.nodes[i] for i in s], keys=k, values=v, previous=row.anchor)
+            for (_, row, s), k, v in zip(wanted, keys.split(sizes, dim=1), values.split(sizes, dim=1))
+        ]
 
     @staticmethod
     def _path(anchor: int, spines: dict[int, _Spine], on_spine: dict[int, tuple[int, int]]) -> list[tuple[_Spine, int]]:
@@ -613,23 +622,33 @@ class PrefixReuseHFLM(HFLM):
     def _prefix_cache(
         self, rows: list[Row], prefix: list[int], depth: int, paths: dict[int, list[tuple[_Spine, int]]]
     ) -> DynamicCache:
-        """A cache holding each row's anchor path, zero-padded to `depth` (empty when depth is 0)."""
+        """A cache holding each row's anchor path, padded to `depth` (empty when depth is 0). The
+        kept spines on the paths go into one pool (each as far as a path reaches into it) and
+        every row's positions are gathered from it at once; padding repeats a pooled position,
+        which the rows' masks hide."""
         cache = DynamicCache(config=self.model.config)
         if not depth:
             return cache
-        by_anchor: dict[int, list[int]] = defaultdict(list)
+        reach: dict[int, tuple[_Spine, int]] = {}  # id(spine) -> (spine, its nodes on some path)
+        for path in paths.values():
+            for spine, n in path:
+                reach[id(spine)] = (spine, max(n, reach.get(id(spine), (spine, 0))[1]))
+        start, offset = {}, 0
+        for key, (_, n) in reach.items():
+            start[key], offset = offset, offset + n
+        index = np.zeros((len(rows), depth), dtype=np.int64)
         for b, row in enumerate(rows):
             if row.anchor != ROOT:
-                by_anchor[row.anchor].append(b)
-        some = next(spine for path in paths.values() for spine, _ in path)
-        for layer in range(len(some.keys)):
-            heads, _, dim = some.keys[layer].shape
-            keys = some.keys[layer].new_zeros((len(rows), heads, depth, dim))
-            values = some.values[layer].new_zeros((len(rows), heads, depth, dim))
-            for anchor, members in by_anchor.items():
-                index = torch.tensor(members, device=keys.device)
-                length = prefix[members[0]]
-                keys[index, :, :length] = torch.cat([s.keys[layer][:, :n] for s, n in paths[anchor]], dim=1)[None]
-                values[index, :, :length] = torch.cat([s.values[layer][:, :n] for s, n in paths[anchor]], dim=1)[None]
-            cache.update(keys, values, layer)
+                pieces = [np.arange(start[id(s)], start[id(s)] + n) for s, n in paths[row.anchor]]
+                index[b, : prefix[b]] = np.concatenate(pieces)
+        at = torch.from_numpy(index.reshape(-1)).to(self.device)
+        layers, _, heads, dim = next(iter(reach.values()))[0].keys.shape
+
+        def gathered(part: str) -> torch.Tensor:  # [layers, rows, kv heads, depth, head dim]
+            pool = torch.cat([getattr(spine, part)[:, :n] for spine, n in reach.values()], dim=1)
+            return pool[:, at].view(layers, len(rows), depth, heads, dim).transpose(2, 3)
+
+        keys, values = gathered("keys"), gathered("values")
+        for layer in range(layers):
+            cache.update(keys[layer], values[layer], layer)
         return cache
