@@ -14,7 +14,8 @@ interleaved rounds of:
 
 - stock `hf` (lm-eval's `HFLM._loglikelihood_tokens`) at each `--stock-batch` (`auto`: lm-eval's
   detection, run on every call as it does; measured in the first round only);
-- `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py) and `--row-tokens`;
+- `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens` and
+  `--pack-rows` (several planned rows in one batch row: fewer forwards);
 - the floor: one batched forward per distinct context, the LM head at the last position only
   (bench_floor.py), at `--floor-batch` rows.
 
@@ -245,11 +246,14 @@ class Bench:
         common = {"pretrained": model, "tokenizer": tokenizer, "max_batch_size": 64}
         stock = {f"stock_{b}": HFLM(batch_size=batch_argument(b), **common) for b in args.stock_batch}
         ours = {
-            f"biasmonkey_{b}" + (f"_rows{r}" if len(args.row_tokens) > 1 else ""): PrefixReuseHFLM(
-                batch_size=batch_argument(b), row_tokens=r, **common
+            f"biasmonkey_{b}"
+            + (f"_rows{r}" if len(args.row_tokens) > 1 else "")
+            + (f"_pack{p}" if len(args.pack_rows) > 1 else ""): PrefixReuseHFLM(
+                batch_size=batch_argument(b), row_tokens=r, pack_rows=p, **common
             )
             for b in args.batch
             for r in args.row_tokens
+            for p in args.pack_rows
         }
         first_lm = next(iter(ours.values()))
         floor_lm = next(iter(stock.values()))
@@ -340,6 +344,7 @@ class Bench:
         for name in ours:
             if name in best:
                 out[f"{name}_over_floor"] = round(best[name] / best["floor"], 3)
+                out[f"{name}_forwards_rows"] = [ours[name].forward_passes, ours[name].rows]
                 out[f"{name}_share_of_limit"] = round(limit_s / best[name], 3)
                 for stock_name in (k for k in best if k.startswith("stock_")):
                     out[f"{name}_over_{stock_name}"] = round(best[name] / best[stock_name], 3)
@@ -385,6 +390,9 @@ def main() -> None:
     parser.add_argument("--batch", nargs="+", default=["32", "64", "auto"], help="biasmonkey-hf batch sizes")
     parser.add_argument("--stock-batch", nargs="+", default=["32", "64", "auto"], help="stock hf batch sizes")
     parser.add_argument("--row-tokens", nargs="+", type=int, default=[512], help="biasmonkey-hf row_tokens")
+    parser.add_argument(
+        "--pack-rows", nargs="+", default=["auto"], choices=["auto", "true", "false"], help="biasmonkey-hf pack_rows"
+    )
     parser.add_argument(
         "--no-cudnn-attention", action="store_true", help="keep sdpa off cuDNN's attention (which plans per shape)"
     )

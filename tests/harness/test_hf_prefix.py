@@ -292,8 +292,12 @@ def tree_requests(seed: int = 0) -> list[tuple]:
         {"row_tokens": 2},  # every other node an anchor
         {},
         {"prefix_sharing": False},  # one pass per context; multi-token continuations to stock
+        {"row_tokens": 16, "prefix_cache_tokens": 0, "pack_rows": True},  # rows side by side in a batch row
+        {"row_tokens": 8, "prefix_cache_tokens": 40, "pack_rows": "true"},
+        {"row_tokens": 2, "pack_rows": True},
+        {"pack_rows": True},
     ],
-    ids=["rows16-nocache", "rows8-cache40", "rows2", "defaults", "no-sharing"],
+    ids=["rows16-nocache", "rows8-cache40", "rows2", "defaults", "no-sharing", "packed16", "packed8", "packed2", "packed"],
 )
 def test_tree_requests_match_stock_under_any_settings(tiny_lms, settings: dict) -> None:
     stock_lm, _ = tiny_lms
@@ -315,6 +319,35 @@ def test_tree_requests_match_stock_under_any_settings(tiny_lms, settings: dict) 
         assert lm.padding_tokens <= 0.1 * real + lm.row_tokens * lm.forward_passes
     else:
         assert lm.computed_tokens == lm.context_tokens and lm.fallback_requests == 3 * len(contexts)
+
+
+@pytest.mark.parametrize("row_tokens", [16, 64])
+def test_packed_rows_take_fewer_forwards_for_the_same_answers(tiny_lms, row_tokens: int) -> None:
+    """Packing several planned rows into one batch row over the union of their cached paths: the
+    same log-likelihoods in fewer forwards of fewer batch rows, each tree node still computed once."""
+    stock_lm, _ = tiny_lms
+    requests = tree_requests(1)
+    runs = {}
+    for pack in (False, True):
+        lm = PrefixReuseHFLM(
+            pretrained=stock_lm.model, tokenizer=stock_lm.tokenizer, batch_size=4, row_tokens=row_tokens, pack_rows=pack
+        )
+        runs[pack] = lm, lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    (single, expected), (packed, answers) = runs[False], runs[True]
+    assert [g for _, g in answers] == [g for _, g in expected]
+    assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
+    assert packed.computed_tokens == single.computed_tokens == packed.trie_tokens
+    assert packed.forward_passes < single.forward_passes and packed.rows < single.rows
+    assert packed.padding_tokens < single.padding_tokens
+
+
+def test_pack_rows_defaults_to_accelerators_only(tiny_lms) -> None:
+    stock_lm, _ = tiny_lms
+    common = {"pretrained": stock_lm.model, "tokenizer": stock_lm.tokenizer, "batch_size": 4}
+    assert not PrefixReuseHFLM(**common)._packs_rows()  # CPU: time follows the positions attended
+    assert PrefixReuseHFLM(**common, pack_rows="yes")._packs_rows()
+    with pytest.raises(ValueError, match="pack_rows='sometimes': use auto, true or false"):
+        PrefixReuseHFLM(**common, pack_rows="sometimes")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

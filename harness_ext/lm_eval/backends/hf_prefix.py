@@ -29,7 +29,11 @@ pairs, with compute in proportion to the distinct prompt tokens:
    run, else the deepest row runs alone; so the kept keys/values stay within that limit plus
    one batch's paths plus one context's length. With `batch_size=auto` (or `auto:N`) the rows
    per forward are estimated once per call from the rows' shape and the free memory
-   (auto_batch.py), not by lm-eval's full-vocabulary probe.
+   (auto_batch.py), not by lm-eval's full-vocabulary probe. With `pack_rows` (default "auto":
+   on an accelerator, not on CPU) a batch row (a `_Lane`) holds several planned rows side by
+   side, each over its own anchor's path, with the union of those paths as its cache: the
+   partial rows that planning leaves under each anchor share forwards instead of running in
+   narrow ones of their own (few-shot yes-no: 5 forwards instead of 12).
 4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) as soon as the scores of
    the forward that scores its last token are read: once the next forward is queued (the host's
    work overlapping the device's), or when that next forward fails; so a run that fails later
@@ -37,7 +41,7 @@ pairs, with compute in proportion to the distinct prompt tokens:
    log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
    request instead, raised before it is cached.
 
-Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `prefix_sharing` (True;
+Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
 multi-token continuations to the stock code), and `allow_truncation` (False; below).
 
@@ -80,7 +84,7 @@ import logging
 import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -171,6 +175,35 @@ class _Scores:
         return self.pairs
 
 
+Path = list[tuple[int, int]]  # an anchor's path: (kept spine by its first node, its nodes on the path), root first
+
+
+@dataclass
+class _Lane:
+    """One batch row of a forward: planned rows side by side (`offsets`: where each starts), each
+    over its own anchor's path. The lane's cache holds the union of those paths: of each kept
+    spine on one (`spans`, by first node), as many nodes as the furthest path reaches."""
+
+    rows: list[Row] = field(default_factory=list)
+    offsets: list[int] = field(default_factory=list)
+    paths: list[Path] = field(default_factory=list)
+    spans: dict[int, int] = field(default_factory=dict)
+    size: int = 0  # positions of its rows
+    depth: int = 0  # cached positions: the sum of `spans`
+
+    def depth_with(self, path: Path) -> int:
+        return self.depth + sum(max(0, n - self.spans.get(first, 0)) for first, n in path)
+
+    def add(self, row: Row, path: Path) -> None:
+        self.depth = self.depth_with(path)
+        for first, n in path:
+            self.spans[first] = max(n, self.spans.get(first, 0))
+        self.rows.append(row)
+        self.offsets.append(self.size)
+        self.paths.append(path)
+        self.size += len(row.nodes)
+
+
 @register_model("biasmonkey-hf")
 class PrefixReuseHFLM(HFLM):
     """`HFLM` computing each distinct prefix once (see the module docstring)."""
@@ -182,6 +215,7 @@ class PrefixReuseHFLM(HFLM):
         prefix_cache_tokens: int = DEFAULT_PREFIX_CACHE_TOKENS,
         prefix_sharing: bool | str = True,
         allow_truncation: bool | str = False,
+        pack_rows: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         super().__init__(*args, **kwargs)
@@ -193,6 +227,10 @@ class PrefixReuseHFLM(HFLM):
             )
         self.prefix_sharing = _flag(prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
+        try:  # None: "auto"
+            self.pack_rows = None if str(pack_rows).strip().lower() == "auto" else as_flag("pack_rows", pack_rows)
+        except ValueError:
+            raise ValueError(f"model argument pack_rows={pack_rows!r}: use auto, true or false") from None
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
@@ -226,6 +264,13 @@ class PrefixReuseHFLM(HFLM):
                 type(layer) is DynamicLayer for layer in cache.layers
             )
         return self._masks_supported
+
+    def _packs_rows(self) -> bool:
+        """`pack_rows`; "auto": on an accelerator, not on CPU. Packing puts several planned rows in
+        one batch row over the union of their cached paths: fewer, fuller forwards (on a GPU each has
+        a fixed cost in kernel launches), but each position attends to that union, masked: on CPU,
+        where time follows the positions attended, 5-10 % slower (SmolLM2-135M's shape, 2 cores)."""
+        return self.device.type != "cpu" if self.pack_rows is None else self.pack_rows
 
     def _check_context(self, needed: list[int], what: str, limit: int | None = None) -> None:
         """Requests needing more tokens than the model's context: an error, or counted and logged
@@ -422,9 +467,9 @@ class PrefixReuseHFLM(HFLM):
 
         rows = plan_rows(trie, self.row_tokens)
         trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64))
-        most_scored = max(sum(node in targets for node in row.nodes) for row in rows)
-        batch_rows = self._rows_per_forward(override_bs, self.row_tokens, most_scored)
-        batch_tokens = batch_rows * self.row_tokens
+        # a lane packs several rows: its scored positions at most the densest row's share of row_tokens
+        densest = max(sum(node in targets for node in row.nodes) / len(row.nodes) for row in rows)
+        batch_rows = self._rows_per_forward(override_bs, self.row_tokens, math.ceil(densest * self.row_tokens))
         prefix = [0 if row.anchor == ROOT else trie.depth[row.anchor] + 1 for row in rows]
         below: dict[int, list[int]] = defaultdict(list)  # anchor -> rows
         for r, row in enumerate(rows):
@@ -434,6 +479,7 @@ class PrefixReuseHFLM(HFLM):
         cached = 0
         results: dict[tuple[int, int], Answer] = {}
         ready = list(below.pop(ROOT, []))
+        pack = self._packs_rows()
         pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
 
         def answered(scores: _Scores | None) -> None:
@@ -462,41 +508,35 @@ class PrefixReuseHFLM(HFLM):
                 cached -= len(spine.nodes)
                 anchor = spine.previous
 
+        def path(anchor: int) -> Path:
+            """The kept spines (by first node, and how many of their nodes) that make up `anchor`'s path."""
+            out = []
+            while anchor != ROOT:
+                first, length = on_spine[anchor]
+                out.append((first, length))
+                anchor = spines[first].previous
+            return out[::-1]
+
         while ready:
             ready.sort(key=lambda r: (-len(rows[r].nodes), -prefix[r]))  # widest first
             full = cached >= self.prefix_cache_tokens
             candidates = [r for r in ready if not rows[r].spines] if full else ready
             if not candidates:  # every ready row keeps a spine: go deepest first
                 candidates = [max(ready, key=lambda r: prefix[r])]
-            batch: list[int] = []
-            width = depth = adding = real = 0
-            for r in candidates:
-                row_width, row_depth = max(width, len(rows[r].nodes)), max(depth, prefix[r])
-                if batch and len(batch) + 1 > max(batch_rows, batch_tokens // (row_width + row_depth)):
-                    break
-                padded = (len(batch) + 1) * row_width
-                if batch and padded > self.row_tokens and padded > (1 + PADDING_SLACK) * (real + len(rows[r].nodes)):
-                    break  # narrower rows go in a later pass
-                keeps = sum(map(len, rows[r].spines))
-                if batch and keeps and cached + adding + keeps > self.prefix_cache_tokens:
-                    continue
-                batch.append(r)
-                width, depth, adding, real = row_width, row_depth, adding + keeps, real + len(rows[r].nodes)
-            chosen = set(batch)
+            lanes, chosen = self._fill_lanes(
+                candidates, rows, path, batch_rows, self.prefix_cache_tokens - cached, self.row_tokens, pack
+            )
             ready = [r for r in ready if r not in chosen]
-
-            paths = {rows[r].anchor: self._path(rows[r].anchor, spines, on_spine) for r in batch}
             try:
-                kept, queued = self._run_rows(
-                    [rows[r] for r in batch], [prefix[r] for r in batch], paths, targets, trie_arrays
-                )
+                kept, queued = self._run_rows(lanes, targets, trie_arrays, spines)
             finally:  # the previous forward's scores are read while this one runs (or once it failed)
                 answered(previous)
             previous = queued
-            for r in batch:
-                pbar.update(len(rows[r].nodes))
-                self.computed_tokens += sum(in_context[n] for n in rows[r].nodes)
-                self.continuation_tokens += sum(1 - in_context[n] for n in rows[r].nodes)
+            for lane in lanes:
+                for row in lane.rows:
+                    pbar.update(len(row.nodes))
+                    self.computed_tokens += sum(in_context[n] for n in row.nodes)
+                    self.continuation_tokens += sum(1 - in_context[n] for n in row.nodes)
             for spine in kept:  # kept before the batch's anchors are released
                 spines[spine.nodes[0]] = spine
                 on_spine.update((node, (spine.nodes[0], i + 1)) for i, node in enumerate(spine.nodes))
@@ -508,8 +548,9 @@ class PrefixReuseHFLM(HFLM):
                     spine.pending += len(opened)
                     ready += opened
             self.peak_cached_tokens = max(self.peak_cached_tokens, cached)
-            for r in batch:
-                release(rows[r].anchor)
+            for lane in lanes:
+                for row in lane.rows:
+                    release(row.anchor)
         answered(previous)
         pbar.close()
         if below or spines or waiting:
@@ -517,49 +558,108 @@ class PrefixReuseHFLM(HFLM):
                 f"biasmonkey-hf: {len(below)} anchors never ran, {len(spines)} spines left, {len(waiting)} scores missing"
             )
 
+    @staticmethod
+    def _fill_lanes(
+        candidates: list[int],
+        rows: list[Row],
+        path: Callable[[int], Path],
+        batch_rows: int,
+        room: int,
+        row_tokens: int,
+        pack: bool,
+    ) -> tuple[list[_Lane], set[int]]:
+        """The next forward's lanes and the rows in them. The `candidates` (widest first) go, each
+        into a new lane, or with `pack` into the lane with room for it within `row_tokens`
+        positions whose cached depth it adds least to,
+        while the forward holds at most max(`batch_rows`, batch_rows * row_tokens // (width +
+        cached depth)) lanes and its rows keep at most `room` more spine tokens (the first row
+        whatever it keeps). Then, in a forward wider than `row_tokens` positions, the least filled
+        lanes wait for a later one while padding exceeds PADDING_SLACK of the real positions."""
+        lanes: list[_Lane] = []
+        width = depth = adding = 0
+        narrowest = min(len(rows[r].nodes) for r in candidates)
+        for r in candidates:
+            row = rows[r]
+            keeps = sum(map(len, row.spines))
+            if lanes and keeps and adding + keeps > room:
+                continue
+            anchor_path = path(row.anchor)
+            fits = [lane for lane in lanes if lane.size + len(row.nodes) <= row_tokens] if pack else []
+            lane = min(fits, key=lambda lane: lane.depth_with(anchor_path) - lane.depth, default=None)
+            if lane is None:
+                size, lane_depth, count = len(row.nodes), sum(n for _, n in anchor_path), len(lanes) + 1
+            else:
+                size, lane_depth, count = lane.size + len(row.nodes), lane.depth_with(anchor_path), len(lanes)
+            most = max(batch_rows, batch_rows * row_tokens // (max(width, size) + max(depth, lane_depth)))
+            if lanes and count > most:
+                if not pack or all(lane.size + narrowest > row_tokens for lane in lanes):
+                    break  # full: no later (narrower) row fits
+                continue
+            if lane is None:
+                lane = _Lane()
+                lanes.append(lane)
+            lane.add(row, anchor_path)
+            width, depth, adding = max(width, size), max(depth, lane_depth), adding + keeps
+        real = sum(lane.size for lane in lanes)
+        while len(lanes) > 1 and len(lanes) * width > max(row_tokens, (1 + PADDING_SLACK) * real):
+            lanes.remove(drop := min(lanes, key=lambda lane: lane.size))
+            real, width = real - drop.size, max(lane.size for lane in lanes)
+        chosen = {id(row) for lane in lanes for row in lane.rows}
+        return lanes, {r for r in candidates if id(rows[r]) in chosen}
+
     def _run_rows(
         self,
-        rows: list[Row],
-        prefix: list[int],
-        paths: dict[int, list[tuple[_Spine, int]]],
+        lanes: list[_Lane],
         targets: dict[int, set[int]],
         trie_arrays: tuple[np.ndarray, np.ndarray],
+        spines: dict[int, _Spine],
     ) -> tuple[list[_Spine], _Scores]:
-        """One forward over `rows`, each over its anchor's cached path (`paths`), queued on the
-        device (`trie_arrays`: the trie's tokens and depths by node): returns the spines the rows
-        keep and the (node, token) scores, read later."""
-        device, n = self.device, len(rows)
-        width, depth = max(len(row.nodes) for row in rows), max(prefix)
+        """One forward over `lanes`, each row over its anchor's cached path (`spines`), queued on
+        the device (`trie_arrays`: the trie's tokens and depths by node): returns the spines the
+        rows keep and the (node, token) scores, read later."""
+        device, n = self.device, len(lanes)
+        width, depth = max(lane.size for lane in lanes), max(lane.depth for lane in lanes)
+        most_rows = max(len(lane.rows) for lane in lanes)
         # built on the host with numpy (no device synchronisation: the previous forward may still run)
-        sizes = [len(row.nodes) for row in rows]
-        table = np.zeros((3, n, width), dtype=np.int64)  # token ids, positions, ends
+        table = np.zeros((4, n, width), dtype=np.int64)  # token ids, positions, ends, the row in the lane
         table[2] = -1
-        for b, row in enumerate(rows):
-            nodes = np.asarray(row.nodes)
-            table[0, b, : sizes[b]] = trie_arrays[0][nodes]
-            table[1, b, : sizes[b]] = trie_arrays[1][nodes]
-            table[2, b, : sizes[b]] = row.ends
-        ids, positions, ends = torch.from_numpy(table).to(device)
-        lengths = torch.tensor(sizes, device=device)
-        self.padding_tokens += n * width - sum(sizes)
+        table[3] = most_rows  # padding: a row index that sees no cached position
+        sees = np.zeros((n, most_rows + 1, depth), dtype=bool)  # [lane, row in it, cached position]
+        lane_nodes = []
+        for b, lane in enumerate(lanes):
+            nodes = np.asarray([node for row in lane.rows for node in row.nodes])
+            lane_nodes.append(nodes)
+            table[0, b, : lane.size] = trie_arrays[0][nodes]
+            table[1, b, : lane.size] = trie_arrays[1][nodes]
+            table[2, b, : lane.size] = np.concatenate([np.add(row.ends, o) for row, o in zip(lane.rows, lane.offsets)])
+            table[3, b, : lane.size] = np.repeat(np.arange(len(lane.rows)), [len(row.nodes) for row in lane.rows])
+            start, offset = {}, 0
+            for first, count in lane.spans.items():
+                start[first], offset = offset, offset + count
+            for k, anchor_path in enumerate(lane.paths):
+                for first, count in anchor_path:
+                    sees[b, k, start[first] : start[first] + count] = True
+        ids, positions, ends, row_of = torch.from_numpy(table).to(device)
+        lengths = torch.tensor([lane.size for lane in lanes], device=device)
+        self.padding_tokens += n * width - int(sum(lane.size for lane in lanes))
 
         # Node j is visible from node i when it is an ancestor-or-self in the row (j <= i < end[j]),
-        # or on the row's cached path; padding sees itself only.
+        # or on the row's anchor path in the lane's cache; padding sees itself only.
         at = torch.arange(width, device=device)
-        real = at[None, :] < lengths[:, None]  # [rows, width]
+        real = at[None, :] < lengths[:, None]  # [lanes, width]
         tree = (at[None, None, :] <= at[None, :, None]) & (at[None, :, None] < ends[:, None, :])
         tree |= ~real[:, :, None] & torch.eye(width, dtype=torch.bool, device=device)
-        cached_path = torch.arange(depth, device=device)[None, :] < torch.tensor(prefix, device=device)[:, None]
-        allowed = torch.cat([(cached_path[:, None, :] & real[:, :, None]), tree], dim=-1)[:, None]
+        on_path = torch.from_numpy(sees).to(device)[torch.arange(n, device=device)[:, None], row_of]
+        allowed = torch.cat([on_path, tree], dim=-1)[:, None]
         if self.model.config._attn_implementation == "sdpa":
             mask = allowed
         else:  # eager adds the mask to the attention scores
             dtype = self.model.dtype
             mask = torch.zeros(allowed.shape, dtype=dtype, device=device).masked_fill(~allowed, torch.finfo(dtype).min)
 
-        keeps = any(row.spines for row in rows)
-        cache = self._prefix_cache(rows, prefix, depth, paths) if depth or keeps else None
-        scored = [[k for k, x in enumerate(row.nodes) if x in targets] for row in rows]
+        keeps = any(row.spines for lane in lanes for row in lane.rows)
+        cache = self._prefix_cache(lanes, depth, spines) if depth or keeps else None
+        scored = [[k for k, x in enumerate(nodes.tolist()) if x in targets] for nodes in lane_nodes]
         kept_width = max(1, *map(len, scored))
         keep = torch.tensor([s + [0] * (kept_width - len(s)) for s in scored], device=device)
         if self._cache_argument is None:
@@ -573,13 +673,13 @@ class PrefixReuseHFLM(HFLM):
                 use_cache=cache is not None,
                 logits_to_keep=keep,
                 **arguments,
-            )  # [rows, kept, vocab]
+            )  # [lanes, kept, vocab]
             greedy = logprobs.argmax(dim=-1)
 
         where, pairs = [], []
-        for b, (row, s) in enumerate(zip(rows, scored)):
+        for b, (nodes, s) in enumerate(zip(lane_nodes, scored)):
             for k, index in enumerate(s):
-                node = row.nodes[index]
+                node = int(nodes[index])
                 for token in targets[node]:
                     where.append((b, k, token))
                     pairs.append((node, token))
@@ -588,65 +688,58 @@ class PrefixReuseHFLM(HFLM):
             b, k, token = torch.tensor(where, device=device).T
             scores.queue(logprobs[b, k, token], greedy[b, k] == token)
 
-        return self._kept_spines(rows, cache, depth), scores
+        return self._kept_spines(lanes, cache, depth), scores
 
     @staticmethod
-    def _kept_spines(rows: list[Row], cache: DynamicCache | None, depth: int) -> list[_Spine]:
-        """The spines `rows` keep, read off their forward's cache (positions from `depth` on) with
-        one gather per layer for all of them."""
-        wanted = [(b, row, spine) for b, row in enumerate(rows) for spine in row.spines]
+    def _kept_spines(lanes: list[_Lane], cache: DynamicCache | None, depth: int) -> list[_Spine]:
+        """The spines the lanes' rows keep, read off their forward's cache (positions from `depth`
+        on) with one gather per layer for all of them."""
+        wanted = [
+            (b, o, row, spine)
+            for b, lane in enumerate(lanes)
+            for row, o in zip(lane.rows, lane.offsets)
+            for spine in row.spines
+        ]
         if not wanted:
             return []
         device = cache.layers[0].keys.device
-        batch = torch.from_numpy(np.concatenate([np.full(len(s), b) for b, _, s in wanted])).to(device)
-        at = torch.from_numpy(np.concatenate([np.asarray(s) + depth for _, _, s in wanted])).to(device)
+        batch = torch.from_numpy(np.concatenate([np.full(len(s), b) for b, _, _, s in wanted])).to(device)
+        at = torch.from_numpy(np.concatenate([np.asarray(s) + depth + o for _, o, _, s in wanted])).to(device)
         # [layers, nodes of every spine, kv heads, head dim]
         keys = torch.stack([layer.keys[batch, :, at] for layer in cache.layers])
         values = torch.stack([layer.values[batch, :, at] for layer in cache.layers])
-        sizes = [len(s) for _, _, s in wanted]
+        sizes = [len(s) for _, _, _, s in wanted]
         return [
             _Spine(nodes=[row.nodes[i] for i in s], keys=k, values=v, previous=row.anchor)
-            for (_, row, s), k, v in zip(wanted, keys.split(sizes, dim=1), values.split(sizes, dim=1))
+            for (_, _, row, s), k, v in zip(wanted, keys.split(sizes, dim=1), values.split(sizes, dim=1))
         ]
 
-    @staticmethod
-    def _path(anchor: int, spines: dict[int, _Spine], on_spine: dict[int, tuple[int, int]]) -> list[tuple[_Spine, int]]:
-        """The kept spines (and how many of their nodes) that make up `anchor`'s path, root first."""
-        path = []
-        while anchor != ROOT:
-            first, length = on_spine[anchor]
-            path.append((spines[first], length))
-            anchor = spines[first].previous
-        return path[::-1]
-
-    def _prefix_cache(
-        self, rows: list[Row], prefix: list[int], depth: int, paths: dict[int, list[tuple[_Spine, int]]]
-    ) -> DynamicCache:
-        """A cache holding each row's anchor path, padded to `depth` (empty when depth is 0). The
-        kept spines on the paths go into one pool (each as far as a path reaches into it) and
-        every row's positions are gathered from it at once; padding repeats a pooled position,
-        which the rows' masks hide."""
+    def _prefix_cache(self, lanes: list[_Lane], depth: int, spines: dict[int, _Spine]) -> DynamicCache:
+        """A cache holding each lane's spans of kept spines, padded to `depth` (empty when depth is
+        0). The spans go into one pool (each spine as far as a lane reaches into it) and every
+        lane's positions are gathered from it at once; padding repeats a pooled position, which
+        the rows' masks hide."""
         cache = DynamicCache(config=self.model.config)
         if not depth:
             return cache
-        reach: dict[int, tuple[_Spine, int]] = {}  # id(spine) -> (spine, its nodes on some path)
-        for path in paths.values():
-            for spine, n in path:
-                reach[id(spine)] = (spine, max(n, reach.get(id(spine), (spine, 0))[1]))
+        reach: dict[int, int] = {}  # kept spine (first node) -> its nodes in the pool
+        for lane in lanes:
+            for first, count in lane.spans.items():
+                reach[first] = max(count, reach.get(first, 0))
         start, offset = {}, 0
-        for key, (_, n) in reach.items():
-            start[key], offset = offset, offset + n
-        index = np.zeros((len(rows), depth), dtype=np.int64)
-        for b, row in enumerate(rows):
-            if row.anchor != ROOT:
-                pieces = [np.arange(start[id(s)], start[id(s)] + n) for s, n in paths[row.anchor]]
-                index[b, : prefix[b]] = np.concatenate(pieces)
+        for first, count in reach.items():
+            start[first], offset = offset, offset + count
+        index = np.zeros((len(lanes), depth), dtype=np.int64)
+        for b, lane in enumerate(lanes):
+            if lane.depth:
+                pieces = [np.arange(start[first], start[first] + count) for first, count in lane.spans.items()]
+                index[b, : lane.depth] = np.concatenate(pieces)
         at = torch.from_numpy(index.reshape(-1)).to(self.device)
-        layers, _, heads, dim = next(iter(reach.values()))[0].keys.shape
+        layers, _, heads, dim = spines[next(iter(reach))].keys.shape
 
-        def gathered(part: str) -> torch.Tensor:  # [layers, rows, kv heads, depth, head dim]
-            pool = torch.cat([getattr(spine, part)[:, :n] for spine, n in reach.values()], dim=1)
-            return pool[:, at].view(layers, len(rows), depth, heads, dim).transpose(2, 3)
+        def gathered(part: str) -> torch.Tensor:  # [layers, lanes, kv heads, depth, head dim]
+            pool = torch.cat([getattr(spines[first], part)[:, :count] for first, count in reach.items()], dim=1)
+            return pool[:, at].view(layers, len(lanes), depth, heads, dim).transpose(2, 3)
 
         keys, values = gathered("keys"), gathered("values")
         for layer in range(layers):
