@@ -297,7 +297,17 @@ def tree_requests(seed: int = 0) -> list[tuple]:
         {"row_tokens": 2, "pack_rows": True},
         {"pack_rows": True},
     ],
-    ids=["rows16-nocache", "rows8-cache40", "rows2", "defaults", "no-sharing", "packed16", "packed8", "packed2", "packed"],
+    ids=[
+        "rows16-nocache",
+        "rows8-cache40",
+        "rows2",
+        "defaults",
+        "no-sharing",
+        "packed16",
+        "packed8",
+        "packed2",
+        "packed",
+    ],
 )
 def test_tree_requests_match_stock_under_any_settings(tiny_lms, settings: dict) -> None:
     stock_lm, _ = tiny_lms
