@@ -569,11 +569,10 @@ class PrefixReuseHFLM(HFLM):
         pack: bool,
     ) -> tuple[list[_Lane], set[int]]:
         """The next forward's lanes and the rows in them. The `candidates` (widest first) go, each
-        into a new lane, or with `pack` into the lane with room for it within `row_tokens`
-        positions whose cached depth it adds least to,
-        while the forward holds at most max(`batch_rows`, batch_rows * row_tokens // (width +
-        cached depth)) lanes and its rows keep at most `room` more spine tokens (the first row
-        whatever it keeps). Then, in a forward wider than `row_tokens` positions, the least filled
+        into a new lane (with `pack`: into the lane with room for it within `row_tokens` positions
+        whose cache it enlarges least, if any), while the forward holds at most max(`batch_rows`,
+        batch_rows * row_tokens // (width + cached depth)) lanes and its rows keep at most `room`
+        more spine tokens (the first row whatever it keeps). Then, in a forward wider than `row_tokens` positions, the least filled
         lanes wait for a later one while padding exceeds PADDING_SLACK of the real positions."""
         lanes: list[_Lane] = []
         width = depth = adding = 0
