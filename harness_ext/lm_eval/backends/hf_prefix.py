@@ -178,6 +178,14 @@ class _Scores:
 Path = list[tuple[int, int]]  # an anchor's path: (kept spine by its first node, its nodes on the path), root first
 
 
+def _starts(counts: dict[int, int]) -> dict[int, int]:
+    """Where each key's run of `counts[key]` positions starts when the runs are laid end to end."""
+    starts, offset = {}, 0
+    for key, count in counts.items():
+        starts[key], offset = offset, offset + count
+    return starts
+
+
 @dataclass
 class _Lane:
     """One batch row of a forward: planned rows side by side (`offsets`: where each starts), each
@@ -269,7 +277,7 @@ class PrefixReuseHFLM(HFLM):
         """`pack_rows`; "auto": on an accelerator, not on CPU. Packing puts several planned rows in
         one batch row over the union of their cached paths: fewer, fuller forwards (on a GPU each has
         a fixed cost in kernel launches), but each position attends to that union, masked: on CPU,
-        where time follows the positions attended, 5-10 % slower (SmolLM2-135M's shape, 2 cores)."""
+        where time follows the positions attended, 5-16 % slower (SmolLM2-135M's shape, 2 cores)."""
         return self.device.type != "cpu" if self.pack_rows is None else self.pack_rows
 
     def _check_context(self, needed: list[int], what: str, limit: int | None = None) -> None:
@@ -572,8 +580,9 @@ class PrefixReuseHFLM(HFLM):
         into a new lane (with `pack`: into the lane with room for it within `row_tokens` positions
         whose cache it enlarges least, if any), while the forward holds at most max(`batch_rows`,
         batch_rows * row_tokens // (width + cached depth)) lanes and its rows keep at most `room`
-        more spine tokens (the first row whatever it keeps). Then, in a forward wider than `row_tokens` positions, the least filled
-        lanes wait for a later one while padding exceeds PADDING_SLACK of the real positions."""
+        more spine tokens (the first row whatever it keeps). Then, in a forward wider than
+        `row_tokens` positions, the least filled lanes wait for a later one while padding exceeds
+        PADDING_SLACK of the real positions."""
         lanes: list[_Lane] = []
         width = depth = adding = 0
         narrowest = min(len(rows[r].nodes) for r in candidates)
@@ -632,15 +641,13 @@ class PrefixReuseHFLM(HFLM):
             table[1, b, : lane.size] = trie_arrays[1][nodes]
             table[2, b, : lane.size] = np.concatenate([np.add(row.ends, o) for row, o in zip(lane.rows, lane.offsets)])
             table[3, b, : lane.size] = np.repeat(np.arange(len(lane.rows)), [len(row.nodes) for row in lane.rows])
-            start, offset = {}, 0
-            for first, count in lane.spans.items():
-                start[first], offset = offset, offset + count
+            start = _starts(lane.spans)
             for k, anchor_path in enumerate(lane.paths):
                 for first, count in anchor_path:
                     sees[b, k, start[first] : start[first] + count] = True
         ids, positions, ends, row_of = torch.from_numpy(table).to(device)
         lengths = torch.tensor([lane.size for lane in lanes], device=device)
-        self.padding_tokens += n * width - int(sum(lane.size for lane in lanes))
+        self.padding_tokens += n * width - sum(lane.size for lane in lanes)
 
         # Node j is visible from node i when it is an ancestor-or-self in the row (j <= i < end[j]),
         # or on the row's anchor path in the lane's cache; padding sees itself only.
@@ -725,9 +732,7 @@ class PrefixReuseHFLM(HFLM):
         for lane in lanes:
             for first, count in lane.spans.items():
                 reach[first] = max(count, reach.get(first, 0))
-        start, offset = {}, 0
-        for first, count in reach.items():
-            start[first], offset = offset, offset + count
+        start = _starts(reach)
         index = np.zeros((len(lanes), depth), dtype=np.int64)
         for b, lane in enumerate(lanes):
             if lane.depth:
