@@ -22,7 +22,8 @@ interleaved rounds of:
 It prints and writes, per model and suite: those times and their ratios; the share of the compute
 limit (2 x non-embedding parameters x prefix-tree tokens at the device's measured bf16 matrix
 rate); where biasmonkey-hf's time goes (model forwards, kept-cache assembly, the host's Python
-around them; from one extra call with the device synchronised around each part); the same for
+around them; from one extra call with the device synchronised around each part) and how often a
+call makes the host wait for the device (CUDA's sync debug mode); the same for
 the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
 between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
 float32 on the first `--float32-requests` requests of each suite (first shape only).
@@ -163,6 +164,24 @@ def breakdown(lm: PrefixReuseHFLM, requests: Requests, device: str) -> dict[str,
     return {"total": total, **spent, "host": total - spent["model"] - spent["cache"]}
 
 
+def device_waits(lm: PrefixReuseHFLM, requests: Requests, device: str) -> int | None:
+    """How often one call makes the host wait for the device (copies from pageable memory, item(),
+    synchronisations: CUDA's sync debug mode); None off CUDA. Each wait leaves the device idle
+    while the host prepares the next forward."""
+    if torch.device(device).type != "cuda":
+        return None
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        torch.cuda.set_sync_debug_mode("warn")
+        try:
+            lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        finally:
+            torch.cuda.set_sync_debug_mode("default")
+    return sum("synchroniz" in str(w.message) for w in caught)
+
+
 def plan_estimates(
     model: torch.nn.Module, tokenizer: Any, suites: dict[str, Requests], rows: dict[str, Any], device: str
 ) -> dict[str, Any]:
@@ -301,6 +320,7 @@ class Bench:
                 entry["suites"][suite]["breakdown_s"] = {
                     k: round(v, 3) for k, v in breakdown(first_lm, requests, device).items()
                 }
+                entry["suites"][suite]["host_waits_per_call"] = device_waits(first_lm, requests, device)
         if float32 and not self.over_budget(f"{shape} calibration"):
             entry["plan_calibration"] = plan_estimates(model, tokenizer, suites, entry["suites"], device)
         if float32 and not self.over_budget(f"{shape} float32"):

@@ -372,6 +372,22 @@ def test_matches_stock_on_cuda(tiny_model: Path) -> None:
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
 
 
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_host_never_waits_for_the_device_on_cuda(tiny_model: Path) -> None:
+    """Copies to the device are queued from pinned memory and scores read through events, so the
+    host prepares the next forward while one runs: no synchronising operation in a whole call
+    (CUDA's sync debug mode raises at the first one)."""
+    lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cuda", batch_size=4, row_tokens=16, pack_rows="true")
+    requests = tree_requests(1)
+    expected = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
+    assert lm.forward_passes > 2 and answers == expected
+
+
 def test_cache_goes_by_the_current_name(tiny_lms, caplog: pytest.LogCaptureFixture) -> None:
     """`cache=` where the model's forward takes it (transformers >= 5.24): no deprecation warning."""
     stock_lm, _ = tiny_lms

@@ -36,7 +36,8 @@ pairs, with compute in proportion to the distinct prompt tokens:
    narrow ones of their own (few-shot yes-no: 5 forwards instead of 12).
 4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) as soon as the scores of
    the forward that scores its last token are read: once the next forward is queued (the host's
-   work overlapping the device's), or when that next forward fails; so a run that fails later
+   work overlapping the device's: inputs go to the device from pinned memory, queued without
+   waiting, and scores come back through an event), or when that next forward fails; so a run that fails later
    resumes without recomputing it. A
    log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
    request instead, raised before it is cached.
@@ -176,6 +177,16 @@ class _Scores:
 
 
 Path = list[tuple[int, int]]  # an anchor's path: (kept spine by its first node, its nodes on the path), root first
+
+
+def _to_device(array: np.ndarray, device: torch.device) -> torch.Tensor:
+    """`array` on `device`, queued without waiting. On CUDA a copy from ordinary (pageable) host
+    memory first waits for all the work queued on the device, so the host could not prepare one
+    forward while the other runs; a copy from pinned memory does not wait."""
+    tensor = torch.from_numpy(array)
+    if device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)
 
 
 def _starts(counts: dict[int, int]) -> dict[int, int]:
@@ -430,19 +441,22 @@ class PrefixReuseHFLM(HFLM):
         batch_size = self._rows_per_forward(override_bs, len(contexts[0]), 1)
         for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
             batch = contexts[start : start + batch_size]
-            lengths = torch.tensor([len(c) for c in batch], device=self.device)
-            ids = torch.zeros((len(batch), int(lengths.max())), dtype=torch.long, device=self.device)
+            lengths = np.asarray([len(c) for c in batch])
+            table = np.zeros((len(batch), int(lengths.max())), dtype=np.int64)
             for row, context in enumerate(batch):
-                ids[row, : len(context)] = torch.tensor(context, device=self.device)
+                table[row, : len(context)] = context
+            ids, last = _to_device(table, self.device), _to_device(lengths[:, None] - 1, self.device)
             with self._inference():
                 # Right padding needs no mask: a causal model's real positions never see the padding.
-                logprobs = self._forward(input_ids=ids, use_cache=False, logits_to_keep=(lengths - 1)[:, None])[:, 0]
-            greedy = logprobs.argmax(dim=-1).tolist()
+                logprobs = self._forward(input_ids=ids, use_cache=False, logits_to_keep=last)[:, 0]
             self.computed_tokens += int(lengths.sum())
-            self.padding_tokens += ids.numel() - int(lengths.sum())
-            for row, context in enumerate(batch):
-                for cont in by_context[context]:
-                    done((context, cont), (float(logprobs[row, cont[0]]), greedy[row] == cont[0]))
+            self.padding_tokens += table.size - int(lengths.sum())
+            asked = [(row, context, cont) for row, context in enumerate(batch) for cont in by_context[context]]
+            rows, tokens = _to_device(np.asarray([[a[0] for a in asked], [a[2][0] for a in asked]]), self.device)
+            values = logprobs[rows, tokens].tolist()  # one copy off the device, not one per request
+            greedy = logprobs.argmax(dim=-1).tolist()
+            for (row, context, cont), value in zip(asked, values):
+                done((context, cont), (value, greedy[row] == cont[0]))
 
     def _score_shared(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
         """Every node of the requests' prefix tree once (see the module docstring); `done` gets
@@ -628,7 +642,7 @@ class PrefixReuseHFLM(HFLM):
         device, n = self.device, len(lanes)
         width, depth = max(lane.size for lane in lanes), max(lane.depth for lane in lanes)
         most_rows = max(len(lane.rows) for lane in lanes)
-        # built on the host with numpy (no device synchronisation: the previous forward may still run)
+        # built on the host with numpy and queued to the device (_to_device): the previous forward may still run
         table = np.zeros((4, n, width), dtype=np.int64)  # token ids, positions, ends, the row in the lane
         table[2] = -1
         table[3] = most_rows  # padding: a row index that sees no cached position
@@ -645,8 +659,8 @@ class PrefixReuseHFLM(HFLM):
             for k, anchor_path in enumerate(lane.paths):
                 for first, count in anchor_path:
                     sees[b, k, start[first] : start[first] + count] = True
-        ids, positions, ends, row_of = torch.from_numpy(table).to(device)
-        lengths = torch.tensor([lane.size for lane in lanes], device=device)
+        ids, positions, ends, row_of = _to_device(table, device)
+        lengths = _to_device(np.asarray([lane.size for lane in lanes]), device)
         self.padding_tokens += n * width - sum(lane.size for lane in lanes)
 
         # Node j is visible from node i when it is an ancestor-or-self in the row (j <= i < end[j]),
@@ -655,7 +669,7 @@ class PrefixReuseHFLM(HFLM):
         real = at[None, :] < lengths[:, None]  # [lanes, width]
         tree = (at[None, None, :] <= at[None, :, None]) & (at[None, :, None] < ends[:, None, :])
         tree |= ~real[:, :, None] & torch.eye(width, dtype=torch.bool, device=device)
-        on_path = torch.from_numpy(sees).to(device)[torch.arange(n, device=device)[:, None], row_of]
+        on_path = _to_device(sees, device)[torch.arange(n, device=device)[:, None], row_of]
         allowed = torch.cat([on_path, tree], dim=-1)[:, None]
         if self.model.config._attn_implementation == "sdpa":
             mask = allowed
@@ -667,7 +681,7 @@ class PrefixReuseHFLM(HFLM):
         cache = self._prefix_cache(lanes, depth, spines) if depth or keeps else None
         scored = [[k for k, x in enumerate(nodes.tolist()) if x in targets] for nodes in lane_nodes]
         kept_width = max(1, *map(len, scored))
-        keep = torch.tensor([s + [0] * (kept_width - len(s)) for s in scored], device=device)
+        keep = _to_device(np.asarray([s + [0] * (kept_width - len(s)) for s in scored], dtype=np.int64), device)
         if self._cache_argument is None:
             self._cache_argument = cache_argument(self.model)
         arguments: dict[str, Any] = {self._cache_argument: cache} if cache is not None else {}
@@ -691,7 +705,7 @@ class PrefixReuseHFLM(HFLM):
                     pairs.append((node, token))
         scores = _Scores(pairs)
         if where:
-            b, k, token = torch.tensor(where, device=device).T
+            b, k, token = _to_device(np.asarray(where, dtype=np.int64), device).T
             scores.queue(logprobs[b, k, token], greedy[b, k] == token)
 
         return self._kept_spines(lanes, cache, depth), scores
@@ -709,8 +723,8 @@ class PrefixReuseHFLM(HFLM):
         if not wanted:
             return []
         device = cache.layers[0].keys.device
-        batch = torch.from_numpy(np.concatenate([np.full(len(s), b) for b, _, _, s in wanted])).to(device)
-        at = torch.from_numpy(np.concatenate([np.asarray(s) + depth + o for _, o, _, s in wanted])).to(device)
+        batch = _to_device(np.concatenate([np.full(len(s), b) for b, _, _, s in wanted]), device)
+        at = _to_device(np.concatenate([np.asarray(s) + depth + o for _, o, _, s in wanted]), device)
         # [layers, nodes of every spine, kv heads, head dim]
         keys = torch.stack([layer.keys[batch, :, at] for layer in cache.layers])
         values = torch.stack([layer.values[batch, :, at] for layer in cache.layers])
@@ -738,7 +752,7 @@ class PrefixReuseHFLM(HFLM):
             if lane.depth:
                 pieces = [np.arange(start[first], start[first] + count) for first, count in lane.spans.items()]
                 index[b, : lane.depth] = np.concatenate(pieces)
-        at = torch.from_numpy(index.reshape(-1)).to(self.device)
+        at = _to_device(index.reshape(-1), self.device)
         layers, _, heads, dim = spines[next(iter(reach))].keys.shape
 
         def gathered(part: str) -> torch.Tensor:  # [layers, lanes, kv heads, depth, head dim]
