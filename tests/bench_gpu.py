@@ -22,8 +22,9 @@ interleaved rounds of:
 It prints and writes, per model and suite: those times and their ratios; the share of the compute
 limit (2 x non-embedding parameters x prefix-tree tokens at the device's measured bf16 matrix
 rate); where biasmonkey-hf's time goes (model forwards, kept-cache assembly, the host's Python
-around them; from one extra call with the device synchronised around each part) and how often a
-call makes the host wait for the device (CUDA's sync debug mode); the same for
+around them; from one extra call with the device synchronised around each part), how much of the
+host's time the device's work did not hide (the fastest plain call less model and cache) and how
+often a call makes the host wait for the device (CUDA's sync debug mode); the same for
 the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
 between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
 float32 on the first `--float32-requests` requests of each suite (first shape only).
@@ -315,12 +316,15 @@ class Bench:
                 print(f"{shape} round {round_ + 1} {suite}: " + ", ".join(f"{k} {v[-1]:.2f}" for k, v in times.items()))
                 entry["suites"][suite] = self.summary(suite, requests, times, answers[suite], ours, parameters, rate)
                 self.save()
+        first_name = next(iter(ours))
         for suite, requests in suites.items():
             if suite in entry["suites"] and not self.over_budget(f"{shape} breakdown {suite}"):
-                entry["suites"][suite]["breakdown_s"] = {
-                    k: round(v, 3) for k, v in breakdown(first_lm, requests, device).items()
-                }
-                entry["suites"][suite]["host_waits_per_call"] = device_waits(first_lm, requests, device)
+                row, parts = entry["suites"][suite], breakdown(first_lm, requests, device)
+                row["breakdown_s"] = {k: round(v, 3) for k, v in parts.items()}
+                # the host's time that the device's work did not hide, in the fastest plain call
+                if first_name in row["seconds"]:
+                    row["host_exposed_s"] = round(row["seconds"][first_name] - parts["model"] - parts["cache"], 3)
+                row["host_waits_per_call"] = device_waits(first_lm, requests, device)
         if float32 and not self.over_budget(f"{shape} calibration"):
             entry["plan_calibration"] = plan_estimates(model, tokenizer, suites, entry["suites"], device)
         if float32 and not self.over_budget(f"{shape} float32"):
