@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.app.run_checks import check_model, positive_int, unknown_tasks
+from biasmonkey.harness_ext.app.run_checks import check_device, check_model, device, positive_int, unknown_tasks
 from biasmonkey.tasks.families import FAMILIES, family_of
 from biasmonkey.tasks.options import add_cli_arguments, cli_metadata
 
@@ -521,6 +521,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 def plan_selected(args: argparse.Namespace) -> int:
     spec = task_spec(args.suite, args.tasks)
     metadata = cli_metadata(args, OPTION_TYPES)
+    if args.calibrate:
+        check_device(args.device)
     if args.tokenizer:  # a missing folder or unreachable hub id: one line, before loading anything
         check_model(args.tokenizer, "--tokenizer", weights=False)
     elif args.model:
@@ -651,5 +653,10 @@ def add_subcommand(subparsers: Any) -> None:
         help="time the model (--model, default the bundled SmolLM2) on a few of the prompts and estimate each "
         "backend's time from its prompt tokens (loads the weights)",
     )
-    p.add_argument("--device", default="cpu", help="where --calibrate runs the model (default: cpu)")
+    p.add_argument(
+        "--device",
+        type=device,
+        default="cpu",
+        help="where --calibrate runs the model: cpu (default), cuda, cuda:N, mps or xpu",
+    )
     p.set_defaults(func=cmd_plan)

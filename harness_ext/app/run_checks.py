@@ -102,15 +102,20 @@ def check_model(model: str, flag: str = "--model", weights: bool = True) -> None
 
 
 def check_device(name: str) -> None:
-    """A CUDA device that torch cannot see is an error now, not after the model loads."""
-    if not name.startswith("cuda"):
+    """A device that torch cannot see is an error now, not after the model loads."""
+    if name == "cpu":
         return
     import torch
 
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    index = int(name.partition(":")[2] or 0)
-    if index >= count:
-        raise ValueError(f"--device {name}: torch sees {count} CUDA device(s); use --device cpu")
+    kind, _, index = name.partition(":")
+    if kind == "cuda":
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        if int(index or 0) >= count:
+            raise ValueError(f"--device {name}: torch sees {count} CUDA device(s); use --device cpu")
+    elif kind == "mps" and not torch.backends.mps.is_available():
+        raise ValueError(f"--device {name}: this torch has no MPS device (Apple silicon only); use --device cpu")
+    elif kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
+        raise ValueError(f"--device {name}: torch sees no XPU device; use --device cpu")
 
 
 def check_output(output: Path) -> None:

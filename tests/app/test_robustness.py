@@ -112,12 +112,26 @@ def test_bad_run_input_is_one_clear_message(case: str, not_a_model: Path, tiny_m
     assert "lm_eval" not in proc.stderr  # lm-eval never started
 
 
-def test_cuda_that_is_not_there_is_named(tiny_model: Path, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("command", "device", "absent"),
+    [
+        ("run", "cuda:0", "CUDA device"),
+        ("run", "mps", "MPS device"),
+        ("run", "xpu", "XPU device"),
+        ("plan", "cuda", "CUDA device"),
+        ("plan", "mps", "MPS device"),
+    ],
+)
+def test_device_that_is_not_there_is_named(command: str, device: str, absent: str, tiny_model: Path) -> None:
     import torch
 
-    if torch.cuda.is_available():
-        pytest.skip("this machine has a CUDA device")
-    assert_clear_error(cli("run", "--model", str(tiny_model), "--device", "cuda:0"), "--device cuda:0", "--device cpu")
+    present = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
+    present["xpu"] = hasattr(torch, "xpu") and torch.xpu.is_available()
+    if present[device.partition(":")[0]]:
+        pytest.skip(f"this machine has a {device} device")
+    argv = ["--model", str(tiny_model), "--device", device]
+    proc = cli(command, *argv, *(["--calibrate", "--tasks", "biasmonkey_odd_even"] if command == "plan" else []))
+    assert_clear_error(proc, f"--device {device}", absent, "use --device cpu")
 
 
 def test_corrupt_cache_is_named_with_the_fix(tiny_model: Path, data_dir: Path, tmp_path: Path) -> None:
