@@ -61,15 +61,18 @@ def calibrate(
     except (OSError, ValueError) as err:
         raise ValueError(f"--calibrate: cannot load the model {model!r} ({err})") from err
     pad = lm.config.pad_token_id if lm.config.pad_token_id is not None else 0
+    batches = []  # on the device before the clock starts: only the model is timed
+    for i in range(0, len(sample), batch_size):
+        batch = sample[i : i + batch_size]
+        width = max(map(len, batch))
+        ids = torch.tensor([list(x) + [pad] * (width - len(x)) for x in batch], device=device)
+        mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in batch], device=device)
+        batches.append((ids, mask))
     best = float("inf")
     with torch.no_grad():
         for round_ in range(warmup + rounds):
             start = time.perf_counter()
-            for i in range(0, len(sample), batch_size):
-                batch = sample[i : i + batch_size]
-                width = max(map(len, batch))
-                ids = torch.tensor([list(x) + [pad] * (width - len(x)) for x in batch], device=device)
-                mask = torch.tensor([[1] * len(x) + [0] * (width - len(x)) for x in batch], device=device)
+            for ids, mask in batches:
                 lm(input_ids=ids, attention_mask=mask, logits_to_keep=1)
             if cuda:
                 torch.cuda.synchronize(device)

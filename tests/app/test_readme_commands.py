@@ -62,7 +62,19 @@ SKIPPED: tuple[tuple[Callable[[list[str]], bool], str], ...] = (
         lambda argv: "--push-to-hub" in argv,
         "the stand-in model has no Hub id to publish under (tests/app/test_hub_push.py runs --dry-run)",
     ),
+    (
+        lambda argv: "--device" in argv[:-1] and argv[argv.index("--device") + 1].startswith("cuda") and not cuda(),
+        "no CUDA device here (tests/app/test_robustness.py checks the error it gives instead)",
+    ),
 )
+
+
+def cuda() -> bool:
+    import torch
+
+    return torch.cuda.is_available()
+
+
 TIMEOUT = 600
 
 
@@ -249,6 +261,8 @@ def test_stand_ins_replace_hub_ids_api_models_and_the_server(tmp_path: Path) -> 
     assert stand_ins(["biasmonkey", "summarize", "results/SmolLM2-135M-Instruct"], ws)[2] == f"results/{ws.model.name}"
     assert skip_reason(["biasmonkey", "task-files"]) and not skip_reason(["biasmonkey", "task-files", "--check"])
     assert skip_reason(["biasmonkey", "report", "r", "--push-to-hub", "o/m", "--dry-run"])
+    assert bool(skip_reason(["biasmonkey", "plan", "--calibrate", "--device", "cuda"])) != cuda()
+    assert not skip_reason(["biasmonkey", "plan", "--calibrate", "--device", "cpu"])
 
 
 @pytest.mark.parametrize("line", [c for c in readme_commands() + cli_page_commands() if c.startswith("biasmonkey ")])
