@@ -23,8 +23,9 @@ It prints and writes, per model and suite: those times and their ratios; the sha
 limit (2 x non-embedding parameters x prefix-tree tokens at the device's measured bf16 matrix
 rate); where biasmonkey-hf's time goes (model forwards, kept-cache assembly, the host's Python
 around them; from one extra call with the device synchronised around each part), how much of the
-host's time the device's work did not hide (the fastest plain call less model and cache) and how
-often a call makes the host wait for the device (CUDA's sync debug mode); the same for
+host's time the device's work did not hide (the fastest plain call less model and cache), how
+often a call makes the host wait for the device (CUDA's sync debug mode) and, with `--profile`,
+the share of a call's time the device spent in kernels and the kernels that took most; the same for
 the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
 between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
 float32 on the first `--float32-requests` requests of each suite (first shape only).
@@ -183,6 +184,34 @@ def device_waits(lm: PrefixReuseHFLM, requests: Requests, device: str) -> int | 
     return sum("synchroniz" in str(w.message) for w in caught)
 
 
+def kernel_profile(lm: PrefixReuseHFLM, requests: Requests, device: str, top: int = 12) -> dict[str, Any]:
+    """One call under torch's profiler: the share of its wall time the device spent in kernels
+    (on one stream they do not overlap: the rest is the device idle, waiting for the host), and
+    the kernels (on CPU: operators) that took most of it."""
+    from torch.profiler import ProfilerActivity, profile
+
+    cuda = torch.device(device).type == "cuda"
+    activities = [ProfilerActivity.CPU, ProfilerActivity.CUDA] if cuda else [ProfilerActivity.CPU]
+    with profile(activities=activities) as prof:
+        seconds, _ = timed(device, lambda: lm._loglikelihood_tokens(requests, disable_tqdm=True))
+    kind = "device" if cuda else "cpu"
+    # on CUDA the kernels' own events (an operator's device time is its kernels'); on CPU the operators
+    on = torch.autograd.DeviceType.CUDA if cuda else torch.autograd.DeviceType.CPU
+    spent = [
+        (event.key, event.count, getattr(event, f"self_{kind}_time_total") / 1e6)
+        for event in prof.key_averages()
+        if event.device_type == on
+    ]
+    busy = sum(s for _, _, s in spent)
+    spent.sort(key=lambda event: -event[2])
+    return {
+        "wall_s": round(seconds, 3),
+        f"{kind}_busy_s": round(busy, 3),
+        f"{kind}_busy_share": round(busy / seconds, 3),
+        "top": [{"name": name[:80], "calls": calls, "s": round(s, 4)} for name, calls, s in spent[:top]],
+    }
+
+
 def plan_estimates(
     model: torch.nn.Module, tokenizer: Any, suites: dict[str, Requests], rows: dict[str, Any], device: str
 ) -> dict[str, Any]:
@@ -325,6 +354,8 @@ class Bench:
                 if first_name in row["seconds"]:
                     row["host_exposed_s"] = round(row["seconds"][first_name] - parts["model"] - parts["cache"], 3)
                 row["host_waits_per_call"] = device_waits(first_lm, requests, device)
+                if self.args.profile:
+                    row["profile"] = kernel_profile(first_lm, requests, device)
         if float32 and not self.over_budget(f"{shape} calibration"):
             entry["plan_calibration"] = plan_estimates(model, tokenizer, suites, entry["suites"], device)
         if float32 and not self.over_budget(f"{shape} float32"):
@@ -419,6 +450,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--no-cudnn-attention", action="store_true", help="keep sdpa off cuDNN's attention (which plans per shape)"
+    )
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="one more call per suite under torch's profiler: device busy share, top kernels",
     )
     parser.add_argument("--floor-batch", type=int, default=64)
     parser.add_argument("--float32-requests", type=int, default=2000)
