@@ -372,20 +372,40 @@ def test_matches_stock_on_cuda(tiny_model: Path) -> None:
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
 
 
+def tiny_llama(tokenizer: Any, device: str) -> Any:
+    """A random two-layer Llama (sdpa): its forward has no check of its own that reads the device
+    (GPT-2's looks for padding in the input ids when no mask is given)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(
+        vocab_size=max(512, len(tokenizer)),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").to(device).eval()
+
+
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
-def test_host_never_waits_for_the_device_on_cuda(tiny_model: Path) -> None:
+@pytest.mark.parametrize("settings", [{"row_tokens": 16, "pack_rows": "true"}, {"prefix_sharing": False}])
+def test_host_never_waits_for_the_device_on_cuda(tiny_lms, settings: dict) -> None:
     """Copies to the device are queued from pinned memory and scores read through events, so the
     host prepares the next forward while one runs: no synchronising operation in a whole call
-    (CUDA's sync debug mode raises at the first one)."""
-    lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cuda", batch_size=4, row_tokens=16, pack_rows="true")
-    requests = tree_requests(1)
+    (CUDA's sync debug mode raises at the first one). Without sharing: single-token requests (the
+    others go to the stock code)."""
+    tokenizer = tiny_lms[0].tokenizer
+    lm = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer, "cuda"), tokenizer=tokenizer, batch_size=4, **settings)
+    requests = [r for r in tree_requests(1) if settings.get("prefix_sharing", True) or len(r[2]) == 1]
     expected = lm._loglikelihood_tokens(requests, disable_tqdm=True)
     torch.cuda.set_sync_debug_mode("error")
     try:
         answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
     finally:
         torch.cuda.set_sync_debug_mode("default")
-    assert lm.forward_passes > 2 and answers == expected
+    assert lm.forward_passes > 2 and lm.fallback_requests == 0 and answers == expected
 
 
 def test_cache_goes_by_the_current_name(tiny_lms, caplog: pytest.LogCaptureFixture) -> None:

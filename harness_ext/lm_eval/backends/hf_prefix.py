@@ -432,31 +432,44 @@ class PrefixReuseHFLM(HFLM):
 
     def _score_contexts(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
         """Without sharing: each distinct context in one pass, scored at its last position
-        (single-token continuations only); `done` gets each batch's answers after its pass."""
+        (single-token continuations only); `done` gets a batch's answers once the next batch's
+        pass is queued (or has failed), as in `_score_shared`."""
         by_context: dict[Tokens, list[Tokens]] = defaultdict(list)
         for context, cont in groups:
             by_context[context].append(cont)
         contexts = sorted(by_context, key=lambda c: (-len(c), c))  # longest first, as lm-eval orders
         self.trie_tokens += trie_token_count(contexts)
         batch_size = self._rows_per_forward(override_bs, len(contexts[0]), 1)
+        previous: tuple[list[tuple[int, Pair]], _Scores] | None = None
+
+        def answered(batch: tuple[list[tuple[int, Pair]], _Scores] | None) -> None:
+            if batch is not None:
+                results: dict[tuple[int, int], Answer] = {}
+                batch[1].read(results)
+                for row, (context, cont) in batch[0]:
+                    done((context, cont), results[row, cont[0]])
+
         for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
             batch = contexts[start : start + batch_size]
             lengths = np.asarray([len(c) for c in batch])
             table = np.zeros((len(batch), int(lengths.max())), dtype=np.int64)
             for row, context in enumerate(batch):
                 table[row, : len(context)] = context
-            ids, last = _to_device(table, self.device), _to_device(lengths[:, None] - 1, self.device)
-            with self._inference():
-                # Right padding needs no mask: a causal model's real positions never see the padding.
-                logprobs = self._forward(input_ids=ids, use_cache=False, logits_to_keep=last)[:, 0]
+            asked = [(row, (context, cont)) for row, context in enumerate(batch) for cont in by_context[context]]
+            scores = _Scores([(row, cont[0]) for row, (_, cont) in asked])
+            try:
+                ids, last = _to_device(table, self.device), _to_device(lengths[:, None] - 1, self.device)
+                rows, tokens = _to_device(np.asarray(scores.pairs).T.copy(), self.device)
+                with self._inference():
+                    # Right padding needs no mask: a causal model's real positions never see the padding.
+                    logprobs = self._forward(input_ids=ids, use_cache=False, logits_to_keep=last)[:, 0]
+                    scores.queue(logprobs[rows, tokens], logprobs.argmax(dim=-1)[rows] == tokens)
+            finally:  # the previous batch's scores are read while this one runs (or once it failed)
+                answered(previous)
+            previous = asked, scores
             self.computed_tokens += int(lengths.sum())
             self.padding_tokens += table.size - int(lengths.sum())
-            asked = [(row, context, cont) for row, context in enumerate(batch) for cont in by_context[context]]
-            rows, tokens = _to_device(np.asarray([[a[0] for a in asked], [a[2][0] for a in asked]]), self.device)
-            values = logprobs[rows, tokens].tolist()  # one copy off the device, not one per request
-            greedy = logprobs.argmax(dim=-1).tolist()
-            for (row, context, cont), value in zip(asked, values):
-                done((context, cont), (value, greedy[row] == cont[0]))
+        answered(previous)
 
     def _score_shared(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
         """Every node of the requests' prefix tree once (see the module docstring); `done` gets
