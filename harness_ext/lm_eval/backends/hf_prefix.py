@@ -35,12 +35,12 @@ pairs, with compute in proportion to the distinct prompt tokens:
    partial rows that planning leaves under each anchor share forwards instead of running in
    narrow ones of their own (few-shot yes-no: 5 forwards instead of 12).
 4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) as soon as the scores of
-   the forward that scores its last token are read: once the next forward is queued (the host's
-   work overlapping the device's: inputs go to the device from pinned memory, queued without
-   waiting, and scores come back through an event), or when that next forward fails; so a run that fails later
-   resumes without recomputing it. A
-   log-likelihood that is not finite (a broken model) is an `InvalidLogprobs` error naming the
-   request instead, raised before it is cached.
+   the forward that scores its last token are read: once the next forward is queued, or when that
+   next forward fails; so a run that fails later resumes without recomputing it. The host's work
+   overlaps the device's: inputs go to the device from pinned memory, queued without waiting
+   (`_to_device`), and scores come back through an event. A log-likelihood that is not finite (a
+   broken model) is an `InvalidLogprobs` error naming the request instead, raised before it is
+   cached.
 
 Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
@@ -150,9 +150,9 @@ class _Spine:
 
 @dataclass
 class _Scores:
-    """A forward's (node, token) log-probabilities and greedy flags, copied off the device without
-    waiting for it: read (which waits) after the next forward is queued, so that the host's work
-    for one forward overlaps the device's for the other."""
+    """A forward's log-probabilities and greedy flags by (node, token) (by (row, token) without
+    sharing), copied off the device without waiting for it: read (which waits) after the next
+    forward is queued, so that the host's work for one forward overlaps the device's for the other."""
 
     pairs: list[tuple[int, int]]
     values: torch.Tensor | None = None
