@@ -101,21 +101,27 @@ def check_model(model: str, flag: str = "--model", weights: bool = True) -> None
     check_hub_model(model, flag)
 
 
+def device_count(kind: str) -> int:
+    """How many devices of `kind` (cuda, mps or xpu) torch sees."""
+    import torch
+
+    if kind == "cuda":
+        return torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if kind == "mps":
+        return int(torch.backends.mps.is_available())
+    if kind == "xpu" and hasattr(torch, "xpu") and torch.xpu.is_available():
+        return torch.xpu.device_count()
+    return 0
+
+
 def check_device(name: str) -> None:
     """A device that torch cannot see is an error now, not after the model loads."""
     if name == "cpu":
         return
-    import torch
-
     kind, _, index = name.partition(":")
-    if kind == "cuda":
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        if int(index or 0) >= count:
-            raise ValueError(f"--device {name}: torch sees {count} CUDA device(s); use --device cpu")
-    elif kind == "mps" and not torch.backends.mps.is_available():
-        raise ValueError(f"--device {name}: this torch has no MPS device (Apple silicon only); use --device cpu")
-    elif kind == "xpu" and not (hasattr(torch, "xpu") and torch.xpu.is_available()):
-        raise ValueError(f"--device {name}: torch sees no XPU device; use --device cpu")
+    count = device_count(kind)
+    if int(index or 0) >= count:
+        raise ValueError(f"--device {name}: torch sees {count} {kind.upper()} device(s); use --device cpu")
 
 
 def check_output(output: Path) -> None:

@@ -70,9 +70,9 @@ SKIPPED: tuple[tuple[Callable[[list[str]], bool], str], ...] = (
 
 
 def cuda() -> bool:
-    import torch
+    from biasmonkey.harness_ext.app.run_checks import device_count
 
-    return torch.cuda.is_available()
+    return device_count("cuda") > 0
 
 
 TIMEOUT = 600

@@ -123,11 +123,9 @@ def test_bad_run_input_is_one_clear_message(case: str, not_a_model: Path, tiny_m
     ],
 )
 def test_device_that_is_not_there_is_named(command: str, device: str, absent: str, tiny_model: Path) -> None:
-    import torch
+    from biasmonkey.harness_ext.app.run_checks import device_count
 
-    present = {"cuda": torch.cuda.is_available(), "mps": torch.backends.mps.is_available()}
-    present["xpu"] = hasattr(torch, "xpu") and torch.xpu.is_available()
-    if present[device.partition(":")[0]]:
+    if device_count(device.partition(":")[0]):
         pytest.skip(f"this machine has a {device} device")
     argv = ["--model", str(tiny_model), "--device", device]
     proc = cli(command, *argv, *(["--calibrate", "--tasks", "biasmonkey_odd_even"] if command == "plan" else []))
