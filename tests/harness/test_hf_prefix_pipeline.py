@@ -3,6 +3,7 @@ work overlaps the device's): a forward that fails still leaves every earlier ans
 
 from __future__ import annotations
 
+import gc
 from pathlib import Path
 
 import pytest
@@ -32,3 +33,35 @@ def test_answers_before_a_failed_forward_reach_the_cache(tiny_model: Path) -> No
     assert len(stored) == 3
     for request, answer in stored:
         assert answer == pytest.approx(expected[request])
+
+
+@pytest.mark.parametrize("settings", [{"row_tokens": 4, "pack_rows": True}, {"prefix_sharing": False}])
+def test_collector_paused_while_scoring_and_no_cycles_left(tiny_model: Path, settings: dict) -> None:
+    """Python's cyclic collector is off while requests are scored (a full collection scans every
+    object of the process) and as before afterwards; a call makes no reference cycles, so the pause
+    holds on to nothing (in particular no tensor) that refcounting would not free."""
+    lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32", **settings)
+    requests = [((f"c{i}", "x"), [20 + i % 3, 30 + i, 40 + i], [5]) for i in range(12)]
+    forward, collecting = lm._forward, []
+
+    def recording(**kwargs):
+        collecting.append(gc.isenabled())
+        return forward(**kwargs)
+
+    lm._forward = recording
+    gc.collect()
+    gc.set_debug(gc.DEBUG_SAVEALL)  # what a collection finds unreachable stays in gc.garbage
+    try:
+        lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        assert gc.isenabled()
+        gc.collect()
+        left = [type(x).__name__ for x in gc.garbage]
+        gc.disable()  # a caller's own pause is kept
+        lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+        gc.set_debug(0)
+        gc.garbage.clear()
+    assert len(collecting) > 2 and not any(collecting)
+    assert left == []

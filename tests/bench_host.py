@@ -1,0 +1,169 @@
+"""The host's share of a `--model biasmonkey-hf` call (not a test): the work a GPU cannot hide.
+
+    python tests/bench_host.py --bundle gpu_bundle [--suites ...] [--rounds 6] [--out bench_out/host.json]
+
+It takes the requests that `bench_gpu.py build` records (the bundle) and runs them on CPU. The
+tokens are renumbered densely (the same prefix tree) and scored by a random two-layer Llama over
+that small vocabulary, so that the model's own time is small; it is timed and subtracted. Per
+suite, `--rounds` interleaved rounds run two variants: the code as shipped, and the same code with
+Python's cyclic garbage collector left running (`_collector_paused` replaced by a no-op). For each
+it reports the min and mean of:
+
+- `upfront_s`: from the call to its first forward (grouping, prefix tree, plan): on a GPU the
+  device is idle all along;
+- `host_s`: the whole call less its forwards;
+- `full_collections` and `collector_s`: the collector's full (generation 2) collections during the
+  call, each scanning every object of the process, and the seconds they took (the mean per call).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import gc
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+from bench_gpu import GPU_SUITES, Requests, load_bundle
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+
+import biasmonkey.harness_ext.lm_eval.backends.hf_prefix as hf_prefix
+
+VARIANTS = ("shipped", "collector running")
+
+
+def renumbered(requests: Requests) -> tuple[Requests, int]:
+    """The requests with their tokens numbered 0..V-1 in order of first use, and V."""
+    ids: dict[int, int] = {}
+    out = [
+        (key, [ids.setdefault(t, len(ids)) for t in context], [ids.setdefault(t, len(ids)) for t in cont])
+        for key, context, cont in requests
+    ]
+    return out, len(ids)
+
+
+def tiny_model(vocabulary: int) -> torch.nn.Module:
+    config = LlamaConfig(
+        vocab_size=vocabulary,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=8192,
+    )
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
+
+
+class Clock:
+    """One call's forwards, its first forward, and the collector's full collections."""
+
+    def __init__(self, lm: hf_prefix.PrefixReuseHFLM) -> None:
+        self.model_s = self.collector_s = 0.0
+        self.first: float | None = None
+        self.collections = 0
+        self._started = 0.0
+        forward, run_rows = lm._forward, lm._run_rows
+
+        def timed_forward(**kwargs: Any) -> torch.Tensor:
+            start = time.perf_counter()
+            out = forward(**kwargs)
+            self.model_s += time.perf_counter() - start
+            return out
+
+        def first_forward(*args: Any, **kwargs: Any) -> Any:
+            if self.first is None:
+                self.first = time.perf_counter()
+            return run_rows(*args, **kwargs)
+
+        lm._forward, lm._run_rows = timed_forward, first_forward
+
+    def collector(self, phase: str, info: dict) -> None:
+        if info["generation"] != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        else:
+            self.collections += 1
+            self.collector_s += time.perf_counter() - self._started
+
+
+def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str) -> dict[str, float]:
+    clock = Clock(lm)
+    paused = hf_prefix._collector_paused
+    if variant == "collector running":
+        hf_prefix._collector_paused = contextlib.nullcontext
+    gc.callbacks.append(clock.collector)
+    try:
+        start = time.perf_counter()
+        lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        total = time.perf_counter() - start
+    finally:
+        gc.callbacks.remove(clock.collector)
+        hf_prefix._collector_paused = paused
+        del lm._forward, lm._run_rows
+    return {
+        "call_s": total,
+        "upfront_s": clock.first - start,
+        "host_s": total - clock.model_s,
+        "full_collections": clock.collections,
+        "collector_s": clock.collector_s,
+    }
+
+
+def summary(calls: list[dict[str, float]]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for name in ("upfront_s", "host_s", "call_s"):
+        values = [c[name] for c in calls]
+        out[name] = {"min": round(min(values), 4), "mean": round(statistics.mean(values), 4)}
+    out["full_collections"] = sum(c["full_collections"] for c in calls)
+    out["collector_s_per_call"] = round(statistics.mean(c["collector_s"] for c in calls), 4)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--bundle", type=Path, required=True, help="a folder written by bench_gpu.py build")
+    parser.add_argument("--suites", nargs="+", default=GPU_SUITES, choices=GPU_SUITES)
+    parser.add_argument("--rounds", type=int, default=6)
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--pack-rows", default="true", help="as on a GPU (auto packs on accelerators only)")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, default=Path("bench_out") / "host.json")
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    suites = load_bundle(args.bundle)
+    tokenizer = AutoTokenizer.from_pretrained(args.bundle / "tokenizer")
+    report: dict[str, Any] = {"rounds": args.rounds, "batch": args.batch, "pack_rows": args.pack_rows, "suites": {}}
+    for suite in args.suites:
+        requests, vocabulary = renumbered(suites[suite])
+        lm = hf_prefix.PrefixReuseHFLM(
+            pretrained=tiny_model(vocabulary), tokenizer=tokenizer, batch_size=args.batch, pack_rows=args.pack_rows
+        )
+        lm._loglikelihood_tokens(requests, disable_tqdm=True)  # warm-up
+        calls: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        for _ in range(args.rounds):
+            for variant in VARIANTS:
+                calls[variant].append(one_call(lm, requests, variant))
+        report["suites"][suite] = entry = {"requests": len(requests), "tracked_objects": len(gc.get_objects())}
+        entry.update({variant: summary(c) for variant, c in calls.items()})
+        for variant in VARIANTS:
+            s = entry[variant]
+            print(
+                f"{suite:16s} {variant:18s} upfront {s['upfront_s']['min']:.3f} s, host min {s['host_s']['min']:.3f} "
+                f"mean {s['host_s']['mean']:.3f} s; {s['full_collections']} full collections in {args.rounds} calls "
+                f"({s['collector_s_per_call']:.3f} s per call)",
+                flush=True,
+            )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+    print(f"written to {args.out}")
+
+
+if __name__ == "__main__":
+    main()
