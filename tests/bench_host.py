@@ -4,10 +4,20 @@
 
 It takes the requests that `bench_gpu.py build` records (the bundle) and runs them on CPU. The
 tokens are renumbered densely (the same prefix tree) and scored by a random two-layer Llama over
-that small vocabulary, so that the model's own time is small; it is timed and subtracted. Per
-suite, `--rounds` interleaved rounds run two variants: the code as shipped, and the same code with
-Python's cyclic garbage collector left running (`_collector_paused` replaced by a no-op). For each
-it reports the min and mean of:
+that small vocabulary, so that the model's own time is small; it is timed and subtracted. Each
+request's key (what lm-eval's request cache hashes) is its token ids as text, about as long as the
+prompt. Per suite, `--rounds` interleaved rounds run four variants:
+
+- `shipped`: the code as shipped, without lm-eval's request cache (as `bench_gpu.py` calls it);
+- `collector running`: the same with Python's cyclic garbage collector left running
+  (`_collector_paused` replaced by a no-op);
+- `request cache`: with lm-eval's request cache (`--use_cache`, which `biasmonkey run` always
+  passes: its CachingLM over a fresh SqliteDict), each forward's answers written with one commit
+  (request_cache.py);
+- `cache, commit per request`: the same, each answer through lm-eval's `add_partial`, which
+  commits and waits for the disk every time (as before request_cache.py).
+
+For each it reports the min and mean of:
 
 - `upfront_s`: from the call to its first forward (grouping, prefix tree, plan): on a GPU the
   device is idle all along;
@@ -23,27 +33,39 @@ import contextlib
 import gc
 import json
 import statistics
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
 from bench_gpu import GPU_SUITES, Requests, load_bundle
+from lm_eval.api.model import CacheHook, CachingLM
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
 
 import biasmonkey.harness_ext.lm_eval.backends.hf_prefix as hf_prefix
 
-VARIANTS = ("shipped", "collector running")
+VARIANTS = ("shipped", "collector running", "request cache", "cache, commit per request")
 
 
 def renumbered(requests: Requests) -> tuple[Requests, int]:
-    """The requests with their tokens numbered 0..V-1 in order of first use, and V."""
+    """The requests with their tokens numbered 0..V-1 in order of first use, and V; each keyed by
+    its token ids as text."""
     ids: dict[int, int] = {}
     out = [
-        (key, [ids.setdefault(t, len(ids)) for t in context], [ids.setdefault(t, len(ids)) for t in cont])
-        for key, context, cont in requests
+        (
+            (" ".join(map(str, context)), " ".join(map(str, cont))),
+            [ids.setdefault(t, len(ids)) for t in context],
+            [ids.setdefault(t, len(ids)) for t in cont],
+        )
+        for _, context, cont in requests
     ]
     return out, len(ids)
+
+
+def commit_per_request(hook: CacheHook, attr: str, entries: list[tuple[Any, Any]]) -> None:
+    for arguments, answer in entries:
+        hook.add_partial(attr, arguments, answer)
 
 
 def tiny_model(vocabulary: int) -> torch.nn.Module:
@@ -93,11 +115,14 @@ class Clock:
             self.collector_s += time.perf_counter() - self._started
 
 
-def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str) -> dict[str, float]:
+def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str, folder: str) -> dict[str, float]:
     clock = Clock(lm)
-    paused = hf_prefix._collector_paused
+    paused, cache_answers = hf_prefix._collector_paused, hf_prefix.cache_answers
     if variant == "collector running":
         hf_prefix._collector_paused = contextlib.nullcontext
+    caching = CachingLM(lm, tempfile.mktemp(suffix=".db", dir=folder)) if "cache" in variant else None
+    if variant == "cache, commit per request":
+        hf_prefix.cache_answers = commit_per_request
     gc.callbacks.append(clock.collector)
     try:
         start = time.perf_counter()
@@ -105,8 +130,11 @@ def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str) ->
         total = time.perf_counter() - start
     finally:
         gc.callbacks.remove(clock.collector)
-        hf_prefix._collector_paused = paused
+        hf_prefix._collector_paused, hf_prefix.cache_answers = paused, cache_answers
         del lm._forward, lm._run_rows
+        if caching is not None:
+            caching.dbdict.close()
+            lm.set_cache_hook(CacheHook(None))
     return {
         "call_s": total,
         "upfront_s": clock.first - start,
@@ -147,15 +175,17 @@ def main() -> None:
         )
         lm._loglikelihood_tokens(requests, disable_tqdm=True)  # warm-up
         calls: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
-        for _ in range(args.rounds):
-            for variant in VARIANTS:
-                calls[variant].append(one_call(lm, requests, variant))
+        with tempfile.TemporaryDirectory() as folder:
+            for _ in range(args.rounds):
+                for variant in VARIANTS:
+                    calls[variant].append(one_call(lm, requests, variant, folder))
         report["suites"][suite] = entry = {"requests": len(requests), "tracked_objects": len(gc.get_objects())}
         entry.update({variant: summary(c) for variant, c in calls.items()})
         for variant in VARIANTS:
             s = entry[variant]
             print(
-                f"{suite:16s} {variant:18s} upfront {s['upfront_s']['min']:.3f} s, host min {s['host_s']['min']:.3f} "
+                f"{suite:16s} {variant:25s} call min {s['call_s']['min']:.3f} s, upfront {s['upfront_s']['min']:.3f} s, "
+                f"host min {s['host_s']['min']:.3f} "
                 f"mean {s['host_s']['mean']:.3f} s; {s['full_collections']} full collections in {args.rounds} calls "
                 f"({s['collector_s_per_call']:.3f} s per call)",
                 flush=True,

@@ -250,22 +250,19 @@ def test_run_prints_one_line_and_none_of_the_repeated_warnings(
 
 KILL_HOOK = """
 import os, signal
-import lm_eval.api.model as model
+import sqlitedict
 
 _after = int(os.environ["BIASMONKEY_TEST_KILL_AFTER"])
-_add_partial = model.CacheHook.add_partial
-_count = 0
+_commit = sqlitedict.SqliteDict.commit
 
 
-def add_partial(self, attr, req, res):
-    global _count
-    _add_partial(self, attr, req, res)  # the answer is committed to the cache db first
-    _count += 1
-    if _count >= _after:
+def commit(self, blocking=True):
+    _commit(self, blocking)  # the answers are on disk first
+    if blocking and len(self) >= _after:
         os.kill(os.getpid(), signal.SIGKILL)
 
 
-model.CacheHook.add_partial = add_partial
+sqlitedict.SqliteDict.commit = commit
 """
 
 
@@ -286,7 +283,7 @@ def test_an_interrupted_run_resumes_from_the_cache(
     argv = ["run", "--model", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--limit", "4"]
     argv += ["--batch-size", "2", "--dtype", "float64", "--output", str(out)]
 
-    # 1. Killed (SIGKILL) in the middle of the model's work, once 20 answers are in the cache.
+    # 1. Killed (SIGKILL) in the middle of the model's work, at the first commit that leaves 20 answers in the cache.
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(KILL_HOOK)

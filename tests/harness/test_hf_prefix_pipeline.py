@@ -65,3 +65,47 @@ def test_collector_paused_while_scoring_and_no_cycles_left(tiny_model: Path, set
         gc.garbage.clear()
     assert len(collecting) > 2 and not any(collecting)
     assert left == []
+
+
+def test_a_failed_call_leaves_its_answers_in_lm_evals_cache_and_the_resume_computes_the_rest(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """With lm-eval's request cache (`--use_cache`: its CachingLM over a SqliteDict) each forward's
+    answers are written and committed together, under lm-eval's own keys: a call that fails midway
+    leaves them for the resumed run, which computes only the others."""
+    from lm_eval.api.instance import Instance
+    from lm_eval.api.model import CachingLM
+
+    def instances() -> list[Instance]:
+        return [Instance("loglikelihood", {}, (f"c{i % 5} a b{i}", " yes" if i % 2 else " no"), i) for i in range(16)]
+
+    def model() -> PrefixReuseHFLM:
+        return PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32", row_tokens=4)
+
+    expected = model().loglikelihood(instances())
+    lm, calls, commits = model(), [], []
+    run_rows = lm._run_rows
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == 4:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return run_rows(*args, **kwargs)
+
+    lm._run_rows = failing
+    cached = CachingLM(lm, str(tmp_path / "cache.db"))
+    commit = cached.dbdict.commit
+    cached.dbdict.commit = lambda *args: (commits.append(1), commit(*args))[1]
+    with pytest.raises(RuntimeError, match="simulated"):
+        cached.loglikelihood(instances())
+    stored = len(cached.dbdict)
+    cached.dbdict.close()
+    assert 0 < len(commits) < stored < len(expected)  # one commit per forward, several answers each
+
+    resumed_lm = model()
+    resumed = CachingLM(resumed_lm, str(tmp_path / "cache.db"))
+    answers = resumed.loglikelihood(instances())
+    resumed.dbdict.close()
+    assert [g for _, g in answers] == [g for _, g in expected]
+    assert [x for x, _ in answers] == pytest.approx([x for x, _ in expected])
+    assert resumed_lm.distinct_contexts + stored == len(expected)  # the cached ones were not computed again

@@ -34,9 +34,10 @@ pairs, with compute in proportion to the distinct prompt tokens:
    side, each over its own anchor's path, with the union of those paths as its cache: the
    partial rows that planning leaves under each anchor share forwards instead of running in
    narrow ones of their own (few-shot yes-no: 5 forwards instead of 12).
-4. Each request's answer goes to lm-eval's cache hook (`--use_cache`) as soon as the scores of
+4. Each request's answer goes to lm-eval's request cache (`--use_cache`) as soon as the scores of
    the forward that scores its last token are read: once the next forward is queued, or when that
-   next forward fails; so a run that fails later resumes without recomputing it. The host's work
+   next forward fails; so a run that fails later resumes without recomputing it. A forward's
+   answers go in with one commit (request_cache.py), not one commit per request. The host's work
    overlaps the device's: inputs go to the device from pinned memory, queued without waiting
    (`_to_device`), and scores come back through an event. A log-likelihood that is not finite (a
    broken model) is an `InvalidLogprobs` error naming the request instead, raised before it is
@@ -101,6 +102,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
+from biasmonkey.harness_ext.lm_eval.backends.request_cache import cache_answers
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 log = logging.getLogger(__name__)
@@ -109,7 +111,7 @@ Tokens = tuple[int, ...]
 Request = tuple[Any, list[int], list[int]]  # ((context, continuation) or None, context tokens, continuation tokens)
 Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
 Pair = tuple[Tokens, Tokens]  # (context, continuation) tokens
-Done = Callable[[Pair, Answer], None]  # called with each request's answer as soon as it is computed
+Done = Callable[[list[tuple[Pair, Answer]]], None]  # called with each forward's answers once they are read
 
 # sdpa's kernels for the rows' masked attention: every one but cuDNN's (see `_inference`)
 ATTENTION_KERNELS = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
@@ -381,13 +383,16 @@ class PrefixReuseHFLM(HFLM):
             self.context_tokens += sum(map(len, contexts))
             show = not disable_tqdm and self.rank == 0
 
-            def done(request: Pair, answer: Answer) -> None:
-                self._check_answer(requests[groups[request][0]], answer)
-                for i in groups[request]:
-                    answers[i] = answer
-                    # lm-eval's --use_cache stores every answer as it comes: a run that fails
-                    # later resumes without recomputing it
-                    self.cache_hook.add_partial("loglikelihood", requests[i][0], answer)
+            def done(batch: list[tuple[Pair, Answer]]) -> None:
+                cached: list[tuple[Any, Answer]] = []
+                try:
+                    for request, answer in batch:
+                        self._check_answer(requests[groups[request][0]], answer)
+                        for i in groups[request]:
+                            answers[i] = answer
+                            cached.append((requests[i][0], answer))
+                finally:  # (what came before an invalid answer is cached all the same)
+                    cache_answers(self.cache_hook, "loglikelihood", cached)
 
             if share:
                 self._score_shared(groups, override_bs, show, done)
@@ -471,8 +476,7 @@ class PrefixReuseHFLM(HFLM):
             if batch is not None:
                 results: dict[tuple[int, int], Answer] = {}
                 batch[1].read(results)
-                for row, (context, cont) in batch[0]:
-                    done((context, cont), results[row, cont[0]])
+                done([((context, cont), results[row, cont[0]]) for row, (context, cont) in batch[0]])
 
         for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
             batch = contexts[start : start + batch_size]
@@ -546,12 +550,16 @@ class PrefixReuseHFLM(HFLM):
             """Read a forward's scores (waiting for the device) and answer the requests now complete."""
             if scores is None:
                 return
+            complete = []
             for pair in scores.read(results):
                 for request in waiting.pop(pair):
                     missing[request] -= 1
                     if not missing[request]:
                         pairs = wanted[request]
-                        done(request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
+                        complete.append(
+                            (request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
+                        )
+            done(complete)
 
         previous: _Scores | None = None
 

@@ -75,9 +75,10 @@ distinct token sequence, below).
 Off the happy path:
 
 - Nothing finished is lost: each prompt's answers go to lm-eval's request cache (`--use_cache`,
-  committed to its SQLite file at once) as soon as its response is read, so a run that fails
-  later resumes with only the missing prompts. After a request fails for good no new request
-  starts; those in flight finish (and are cached), then the error is raised.
+  committed to its SQLite file at once, one commit for them all: request_cache.py) as soon as its
+  response is read, so a run that fails later resumes with only the missing prompts. After a
+  request fails for good no new request starts; those in flight finish (and are cached), then the
+  error is raised.
 - Bounded waits: each attempt gets `timeout` seconds in all (connecting, queueing at the server,
   reading), and a request gets `max_retries + 1` attempts, with a randomised exponential backoff
   of at most min(0.5 * 2^i s, 10 s, timeout) between attempts i and i + 1. So a server that hangs
@@ -133,6 +134,7 @@ from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
+from biasmonkey.harness_ext.lm_eval.backends.request_cache import cache_answers
 from biasmonkey.metrics.top_logprobs import (
     VALID_LOGPROBS,
     ImputedLogprob,
@@ -518,18 +520,16 @@ class ServedLM(TemplateLM):
             """Answer a prompt's requests and cache them (lm-eval's --use_cache) the moment it is read."""
             self.prompts_scored += 1
             for n in indices:
-                key, _, continuation_enc = requests[n]
-                answers[n] = scored[continuation_enc[0]]
-                self.cache_hook.add_partial("loglikelihood", key, answers[n])
+                answers[n] = scored[requests[n][2][0]]
+            cache_answers(self.cache_hook, "loglikelihood", [(requests[n][0], answers[n]) for n in indices])
 
         def sequence_done(indices: list[int], scored: list[tuple[float, bool] | None]) -> None:
             """Answer a token sequence's requests (each its continuation's tokens) and cache them."""
             self.sequences_scored += 1
             for n in indices:
-                key, context_enc, _ = requests[n]
-                tokens = [t for t in scored[len(context_enc) :] if t is not None]
+                tokens = [t for t in scored[len(requests[n][1]) :] if t is not None]
                 answers[n] = (math.fsum(lp for lp, _ in tokens), all(top for _, top in tokens))
-                self.cache_hook.add_partial("loglikelihood", key, answers[n])
+            cache_answers(self.cache_hook, "loglikelihood", [(requests[n][0], answers[n]) for n in indices])
 
         # the multi-token requests first: a server that cannot score them fails the run at once
         jobs: list[tuple[Job, Callable[[Any], None]]] = []
@@ -657,9 +657,10 @@ class ServedLM(TemplateLM):
             the text is read, and cache it (lm-eval's --use_cache)."""
 
             def emit(j: int, text: str) -> None:
-                for n in indices if greedy else indices[j : j + 1]:
+                answered = indices if greedy else indices[j : j + 1]
+                for n in answered:
                     texts[n] = text
-                    self.cache_hook.add_partial("generate_until", requests[n].args, text)
+                cache_answers(self.cache_hook, "generate_until", [(requests[n].args, text) for n in answered])
 
             return emit
 
