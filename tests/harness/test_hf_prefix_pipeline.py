@@ -7,6 +7,8 @@ import gc
 from pathlib import Path
 
 import pytest
+from lm_eval.api.instance import Instance
+from lm_eval.api.model import CachingLM
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 
@@ -67,23 +69,24 @@ def test_collector_paused_while_scoring_and_no_cycles_left(tiny_model: Path, set
     assert left == []
 
 
+def instances() -> list[Instance]:
+    """16 log-likelihood requests over 5 contexts."""
+    return [Instance("loglikelihood", {}, (f"c{i % 5} a b{i}", " yes" if i % 2 else " no"), i) for i in range(16)]
+
+
+def small(tiny_model: Path) -> PrefixReuseHFLM:
+    """Rows of 4 tokens, 2 per forward: several forwards for `instances()`."""
+    return PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32", row_tokens=4)
+
+
 def test_a_failed_call_leaves_its_answers_in_lm_evals_cache_and_the_resume_computes_the_rest(
     tiny_model: Path, tmp_path: Path
 ) -> None:
     """With lm-eval's request cache (`--use_cache`: its CachingLM over a SqliteDict) each forward's
     answers are written and committed together, under lm-eval's own keys: a call that fails midway
     leaves them for the resumed run, which computes only the others."""
-    from lm_eval.api.instance import Instance
-    from lm_eval.api.model import CachingLM
-
-    def instances() -> list[Instance]:
-        return [Instance("loglikelihood", {}, (f"c{i % 5} a b{i}", " yes" if i % 2 else " no"), i) for i in range(16)]
-
-    def model() -> PrefixReuseHFLM:
-        return PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=2, dtype="float32", row_tokens=4)
-
-    expected = model().loglikelihood(instances())
-    lm, calls, commits = model(), [], []
+    expected = small(tiny_model).loglikelihood(instances())
+    lm, calls, commits = small(tiny_model), [], []
     run_rows = lm._run_rows
 
     def failing(*args, **kwargs):
@@ -102,10 +105,30 @@ def test_a_failed_call_leaves_its_answers_in_lm_evals_cache_and_the_resume_compu
     cached.dbdict.close()
     assert 0 < len(commits) < stored < len(expected)  # one commit per forward, several answers each
 
-    resumed_lm = model()
+    resumed_lm = small(tiny_model)
     resumed = CachingLM(resumed_lm, str(tmp_path / "cache.db"))
     answers = resumed.loglikelihood(instances())
     resumed.dbdict.close()
     assert [g for _, g in answers] == [g for _, g in expected]
     assert [x for x, _ in answers] == pytest.approx([x for x, _ in expected])
     assert resumed_lm.distinct_contexts + stored == len(expected)  # the cached ones were not computed again
+
+
+def test_under_lm_evals_caching_each_forward_commits_once_and_the_second_writing_not_at_all(
+    tiny_model: Path, tmp_path: Path
+) -> None:
+    """lm-eval's CachingLM (autocommit) writes every answer again after the model's call: autocommit
+    stays on while the model answers (each forward's answers committed as they come) and is off for
+    that second writing, which its one final commit stores."""
+    lm = small(tiny_model)
+    cached = CachingLM(lm, str(tmp_path / "cache.db"))
+    commits, during = [], []
+    commit, run_rows = cached.dbdict.commit, lm._run_rows
+    cached.dbdict.commit = lambda *args: (commits.append(args), commit(*args))[1]
+    lm._run_rows = lambda *args, **kwargs: (during.append(cached.dbdict.autocommit), run_rows(*args, **kwargs))[1]
+    cached.loglikelihood(instances())
+    assert len(during) == lm.forward_passes > 2 and all(during)
+    assert len(commits) <= lm.forward_passes + 1 < 16  # a commit per forward, one after: none per answer
+    assert len(cached.dbdict) == 16 and not cached.dbdict.autocommit
+    assert cached.dbdict.conn._outer_stack is False  # sqlitedict keeps no stack per statement
+    cached.dbdict.close()

@@ -102,7 +102,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
-from biasmonkey.harness_ext.lm_eval.backends.request_cache import cache_answers
+from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 log = logging.getLogger(__name__)
@@ -244,7 +244,7 @@ class _Lane:
 
 
 @register_model("biasmonkey-hf")
-class PrefixReuseHFLM(HFLM):
+class PrefixReuseHFLM(CacheFriendlyLM, HFLM):
     """`HFLM` computing each distinct prefix once (see the module docstring)."""
 
     def __init__(

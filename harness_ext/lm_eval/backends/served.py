@@ -134,7 +134,7 @@ from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
-from biasmonkey.harness_ext.lm_eval.backends.request_cache import cache_answers
+from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.metrics.top_logprobs import (
     VALID_LOGPROBS,
     ImputedLogprob,
@@ -388,7 +388,7 @@ def prefix_cache_hit_rate(base_url: str, timeout: float = METRICS_TIMEOUT) -> fl
 
 
 @register_model("biasmonkey-server")
-class ServedLM(TemplateLM):
+class ServedLM(CacheFriendlyLM, TemplateLM):
     """One completions request per distinct prompt (see the module docstring)."""
 
     def __init__(
