@@ -8,6 +8,12 @@ STAMP := $(VENV)/.biasmonkey-installed
 # llama.cpp's OpenAI-compatible server, for the served-model tests (tests/harness/test_served.py). It
 # installs from source (cmake: about 8 min on 2 idle cores); the wheel is cached and reused.
 LLAMA_CPP_VERSION := 0.3.36
+# Built for AVX2, not for the building machine: a native build uses every instruction its processor
+# reports, and on a virtual machine that reports AMX without enabling it the server died at its
+# first request (a general protection fault in libggml-cpu). pip's own wheel cache is bypassed, so
+# these flags always take effect.
+LLAMA_CPP_CMAKE_ARGS := -DLLAVA_BUILD=OFF -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+LLAMA_WHEELS = $(WHEEL_CACHE)/llama-cpp-python-$(LLAMA_CPP_VERSION)-avx2
 WHEEL_CACHE ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/biasmonkey-wheels
 SERVER_STAMP := $(VENV)/.llama-cpp-installed
 
@@ -46,11 +52,11 @@ run: $(STAMP)
 server: $(SERVER_STAMP)
 
 $(SERVER_STAMP): $(STAMP)
-	@ls $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { \
-	  echo "Building llama-cpp-python $(LLAMA_CPP_VERSION) (once; cached in $(WHEEL_CACHE))"; \
-	  CMAKE_ARGS="-DLLAVA_BUILD=OFF" $(BIN)/python -m pip wheel --quiet --no-deps \
-	    llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(WHEEL_CACHE); }
-	$(BIN)/python -m pip install --quiet --find-links $(WHEEL_CACHE) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"
+	@ls $(LLAMA_WHEELS)/llama_cpp_python-$(LLAMA_CPP_VERSION)-*.whl >/dev/null 2>&1 || { \
+	  echo "Building llama-cpp-python $(LLAMA_CPP_VERSION) (once; cached in $(LLAMA_WHEELS))"; \
+	  CMAKE_ARGS="$(LLAMA_CPP_CMAKE_ARGS)" $(BIN)/python -m pip wheel --quiet --no-cache-dir --no-deps \
+	    llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(LLAMA_WHEELS); }
+	$(BIN)/python -m pip install --quiet --find-links $(LLAMA_WHEELS) "llama-cpp-python[server]==$(LLAMA_CPP_VERSION)"
 	touch $@
 
 vllm: $(VLLM_STAMP)

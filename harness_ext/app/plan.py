@@ -43,7 +43,7 @@ import logging
 import sys
 import tempfile
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -210,29 +210,16 @@ def build_requests(
 # ---------------------------------------------------------------------------- tokens
 
 
-class _EncodeCall:
-    """A stand-in tokenizer for one `HFLM.tok_encode` call: it keeps the arguments of the `encode`
-    call that lm-eval makes (all else is the real tokenizer's), so the call can be made in a batch."""
-
-    def __init__(self, tokenizer: Any) -> None:
-        self.tokenizer = tokenizer
-        self.kwargs: dict[str, Any] = {}
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.tokenizer, name)
-
-    def encode(self, string: str, **kwargs: Any) -> list[int]:
-        self.kwargs = kwargs
-        return []
-
-
 def _tokenizer_lm(tokenizer: Any) -> Any:
     """lm-eval's HF backend with a tokenizer and no model: its own tokenisation of requests, each
-    distinct string once (`prefill` encodes many in a batch, the same tokens as one at a time)."""
+    distinct string once (`prefill` encodes many in a batch, the same tokens as one at a time:
+    backends/batch_encode.py)."""
     from lm_eval.api.model import LM
     from lm_eval.models.huggingface import HFLM
 
-    class TokenizerOnlyHFLM(HFLM):
+    from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
+
+    class TokenizerOnlyHFLM(BatchEncoding, HFLM):
         def __init__(self, tokenizer: Any) -> None:
             LM.__init__(self)  # not HFLM.__init__, which loads the model
             self.tokenizer = tokenizer
@@ -241,42 +228,6 @@ def _tokenizer_lm(tokenizer: Any) -> Any:
             self.custom_prefix_token_id = None
             self.enable_thinking = False
             self.chat_template_args: dict[str, Any] = {}
-            self._encoded: dict[tuple[str, Any, Any], list[int]] = {}
-            self._wanted: dict[tuple[str, Any, Any], None] | None = None  # while prefill records
-
-        def tok_encode(self, string: str, add_special_tokens: bool | None = None, **kwargs: Any) -> list[int]:
-            key = (string, add_special_tokens, kwargs.get("left_truncate_len"))
-            if key not in self._encoded:
-                if self._wanted is not None:
-                    self._wanted[key] = None
-                    return [-1]  # a placeholder token, for lm-eval code that looks at the first one
-                self._encoded[key] = super().tok_encode(string, add_special_tokens=add_special_tokens, **kwargs)
-            return self._encoded[key]
-
-        def prefill(self, ask: Callable[[], Any], batch: int = 1024) -> None:
-            """Encode, in batches, every string that `ask()` (lm-eval's tokenisation of some
-            requests) wants: each call's `encode` arguments are lm-eval's own (recorded by
-            running HFLM.tok_encode on a stand-in tokenizer), grouped and sent as one batch."""
-            self._wanted = {}
-            try:
-                ask()
-            finally:
-                wanted, self._wanted = self._wanted, None
-            groups: dict[tuple, list[tuple[str, Any, Any]]] = {}
-            real = self.tokenizer
-            try:
-                for key in wanted:
-                    self.tokenizer = call = _EncodeCall(real)
-                    HFLM.tok_encode(self, key[0], add_special_tokens=key[1])
-                    groups.setdefault(tuple(sorted(call.kwargs.items())), []).append(key)
-            finally:
-                self.tokenizer = real
-            for kwargs, keys in groups.items():
-                for start in range(0, len(keys), batch):
-                    chunk = keys[start : start + batch]
-                    ids = real([k[0] for k in chunk], **dict(kwargs), return_attention_mask=False)["input_ids"]
-                    for (string, special, left), encoding in zip(chunk, ids):
-                        self._encoded[(string, special, left)] = encoding[-left:] if left else encoding
 
         def _loglikelihood_tokens(self, requests: list[Any], **kwargs: Any) -> list[Any]:
             return [(tuple(context), tuple(continuation)) for _, context, continuation in requests]

@@ -35,6 +35,10 @@ from biasmonkey.tasks.families import family_of
 REPO = Path(__file__).resolve().parents[2]
 COGNITIVE_FIXTURE = REPO / "tests" / "fixtures" / "cognitive" / "tests.csv"
 TOLERANCE = 1e-4
+# Task results (in percentage points, CIs from t quantiles: with 3 pairs t(0.975, 2) = 4.3) amplify
+# float32 noise in the log-likelihoods: SmolLM2's odd/even delta_ci_low moved by 5.2e-4 between
+# stock hf and biasmonkey-hf on an AVX-512 machine, with every log-likelihood within 1e-4.
+RESULTS_TOLERANCE = 1e-3
 
 # suite -> (tasks, run metadata, documents per task)
 SUITES: dict[str, tuple[list[str], dict[str, Any], int]] = {
@@ -128,7 +132,8 @@ def approx_equal(a: Any, b: Any, tol: float) -> bool:
 
 
 def assert_same_runs(stock: dict, prefix: dict, tol: float = TOLERANCE) -> None:
-    """Same requests, log-likelihoods to `tol`, is_greedy, per-document records and results."""
+    """Same requests, log-likelihoods to `tol`, is_greedy, per-document records, and results (to
+    RESULTS_TOLERANCE at least)."""
     assert stock["samples"].keys() == prefix["samples"].keys()
     for task in stock["samples"]:
         family = family_of(base_task_name(task))
@@ -139,7 +144,7 @@ def assert_same_runs(stock: dict, prefix: dict, tol: float = TOLERANCE) -> None:
             assert max(abs(x - y) for (x, _), (y, _) in zip(lls_a, lls_b)) <= tol, (task, a["doc_id"])
             records = [family.from_lm_eval(s["doc"], s["filtered_resps"]).as_dict() for s in (a, b)]
             assert approx_equal(*records, tol), (task, a["doc_id"])
-        assert approx_equal(stock["results"][task], prefix["results"][task], tol), task
+        assert approx_equal(stock["results"][task], prefix["results"][task], max(tol, RESULTS_TOLERANCE)), task
 
 
 # ---------------------------------------------------------------------------- tiny model, every suite

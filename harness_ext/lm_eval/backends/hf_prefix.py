@@ -43,6 +43,9 @@ pairs, with compute in proportion to the distinct prompt tokens:
    broken model) is an `InvalidLogprobs` error naming the request instead, raised before it is
    cached.
 
+lm-eval's tokenisation of the requests reads encodings made in batches of distinct strings
+(batch_encode.py): the same tokens as one call at a time.
+
 Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
 multi-token continuations to the stock code), and `allow_truncation` (False; below).
@@ -100,6 +103,7 @@ from tqdm import tqdm
 from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
+from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
@@ -244,7 +248,7 @@ class _Lane:
 
 
 @register_model("biasmonkey-hf")
-class PrefixReuseHFLM(CacheFriendlyLM, HFLM):
+class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
     """`HFLM` computing each distinct prefix once (see the module docstring)."""
 
     def __init__(
@@ -317,6 +321,22 @@ class PrefixReuseHFLM(CacheFriendlyLM, HFLM):
         limit = self.max_length if limit is None else limit
         if refuse_or_count("biasmonkey-hf", needed, limit, self.allow_truncation, self.truncation_cuts, what):
             log.warning("biasmonkey-hf: %s", self.truncation_cuts.sentence(limit))
+
+    def loglikelihood(self, requests: list[Any], disable_tqdm: bool = False) -> list[Answer]:
+        """lm-eval's, with the requests' distinct strings encoded in batches first (batch_encode.py)."""
+
+        def tokenise() -> None:  # the tokenizer calls that lm-eval's loglikelihood makes
+            for context, continuation in (request.args for request in requests):
+                if context:
+                    self._encode_pair(context, continuation)
+                else:
+                    self.tok_encode(continuation, add_special_tokens=False)
+
+        self.prefill(tokenise)
+        try:
+            return super().loglikelihood(requests, disable_tqdm=disable_tqdm)
+        finally:
+            self.forget_encodings()
 
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """lm-eval's generation, after checking that each distinct context leaves room for its
