@@ -105,10 +105,10 @@ def load_bundle(bundle: Path) -> dict[str, Requests]:
 # ---------------------------------------------------------------------------- run (the GPU machine)
 
 
-def build_model(shape: str, dtype: torch.dtype, device: str) -> torch.nn.Module:
+def build_model(shape: str, dtype: torch.dtype, device: str, vocabulary: int = VOCABULARY) -> torch.nn.Module:
     from transformers import AutoModelForCausalLM, LlamaConfig
 
-    config = LlamaConfig(vocab_size=VOCABULARY, max_position_embeddings=8192, **SHAPES[shape])
+    config = LlamaConfig(vocab_size=vocabulary, max_position_embeddings=8192, **SHAPES[shape])
     config._attn_implementation = "sdpa"
     torch.manual_seed(0)
     with torch.device(device):

@@ -45,11 +45,11 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_gpu import GPU_SUITES, Requests, load_bundle
+from bench_gpu import GPU_SUITES, Requests, build_model, load_bundle
 from lm_eval import simple_evaluate
 from lm_eval.api.model import CacheHook, CachingLM, TemplateLM
 from lm_eval.tasks import TaskManager
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+from transformers import AutoTokenizer
 
 import biasmonkey.harness_ext.lm_eval.backends.hf_prefix as hf_prefix
 
@@ -74,20 +74,6 @@ def renumbered(requests: Requests) -> tuple[Requests, int]:
 def commit_per_request(hook: CacheHook, attr: str, entries: list[tuple[Any, Any]]) -> None:
     for arguments, answer in entries:
         hook.add_partial(attr, arguments, answer)
-
-
-def tiny_model(vocabulary: int) -> torch.nn.Module:
-    config = LlamaConfig(
-        vocab_size=vocabulary,
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=8192,
-    )
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").eval()
 
 
 class Clock:
@@ -172,7 +158,7 @@ class CacheAsLeft(hf_prefix.PrefixReuseHFLM):
 
 def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, folder: str) -> dict[str, Any]:
     """Seconds in the phases of CachingLM's `loglikelihood` over `tasks`, fastest of `rounds`."""
-    model = tiny_model(vocabulary)
+    model = build_model("tiny", torch.float32, "cpu", vocabulary)
     manager = TaskManager(include_path=str(Path(__file__).resolve().parents[1] / "tasks"))
     marks: dict[str, float] = {}
     getattr_of_caching = CachingLM.__getattr__
@@ -252,7 +238,10 @@ def main() -> None:
     for suite in args.suites:
         requests, vocabulary = renumbered(suites[suite])
         lm = hf_prefix.PrefixReuseHFLM(
-            pretrained=tiny_model(vocabulary), tokenizer=tokenizer, batch_size=args.batch, pack_rows=args.pack_rows
+            pretrained=build_model("tiny", torch.float32, "cpu", vocabulary),
+            tokenizer=tokenizer,
+            batch_size=args.batch,
+            pack_rows=args.pack_rows,
         )
         lm._loglikelihood_tokens(requests, disable_tqdm=True)  # warm-up
         calls: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}

@@ -13,6 +13,19 @@ from lm_eval.api.model import CachingLM
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 
 
+def fail_at_forward(lm: PrefixReuseHFLM, n: int) -> None:
+    """`lm`'s n-th forward from now on fails, as a device running out of memory would."""
+    run_rows, calls = lm._run_rows, []
+
+    def failing(*args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise RuntimeError("CUDA out of memory (simulated)")
+        return run_rows(*args, **kwargs)
+
+    lm._run_rows = failing
+
+
 def test_answers_before_a_failed_forward_reach_the_cache(tiny_model: Path) -> None:
     lm = PrefixReuseHFLM(pretrained=str(tiny_model), device="cpu", batch_size=1, dtype="float32", row_tokens=4)
     requests = [((f"c{i}", "x"), [20 + i, 30 + i, 40 + i], [5]) for i in range(6)]  # one row, one forward each
@@ -20,15 +33,7 @@ def test_answers_before_a_failed_forward_reach_the_cache(tiny_model: Path) -> No
 
     stored: list[tuple] = []
     lm.cache_hook.add_partial = lambda attr, req, res: stored.append((req, res))
-    run_rows, calls = lm._run_rows, []
-
-    def failing(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise RuntimeError("CUDA out of memory (simulated)")
-        return run_rows(*args, **kwargs)
-
-    lm._run_rows = failing
+    fail_at_forward(lm, 4)
     with pytest.raises(RuntimeError, match="simulated"):
         lm._loglikelihood_tokens(requests, disable_tqdm=True)
     # the three forwards before the failure answered three requests, the third one read on the way out
@@ -86,16 +91,8 @@ def test_a_failed_call_leaves_its_answers_in_lm_evals_cache_and_the_resume_compu
     answers are written and committed together, under lm-eval's own keys: a call that fails midway
     leaves them for the resumed run, which computes only the others."""
     expected = small(tiny_model).loglikelihood(instances())
-    lm, calls, commits = small(tiny_model), [], []
-    run_rows = lm._run_rows
-
-    def failing(*args, **kwargs):
-        calls.append(1)
-        if len(calls) == 4:
-            raise RuntimeError("CUDA out of memory (simulated)")
-        return run_rows(*args, **kwargs)
-
-    lm._run_rows = failing
+    lm, commits = small(tiny_model), []
+    fail_at_forward(lm, 4)
     cached = CachingLM(lm, str(tmp_path / "cache.db"))
     commit = cached.dbdict.commit
     cached.dbdict.commit = lambda *args: (commits.append(1), commit(*args))[1]
