@@ -21,7 +21,8 @@ With `--lm-eval-tasks` it also runs those lm-eval tasks (their data through BIAS
 with lm-eval's request cache, `--rounds` times, interleaved with the same run as lm-eval leaves
 its cache (autocommit throughout, a commit per answer), and reports the phases of CachingLM's
 `loglikelihood`: its lookups before the model, the model's `loglikelihood` (tokenising and the
-call), its writing of every answer again after.
+call), its writing of every answer again after; and the same run resumed (`resumed_s`: every
+answer read from the cache).
 
 For each suite it reports the min and mean of:
 
@@ -181,6 +182,7 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
     try:
         for _ in range(rounds):
             for variant, cls in (("shipped", hf_prefix.PrefixReuseHFLM), ("cache as lm-eval leaves it", CacheAsLeft)):
+                cache = tempfile.mktemp(dir=folder)
                 lm = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
                 inner = lm.loglikelihood
 
@@ -195,21 +197,19 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
                 if cls is CacheAsLeft:
                     hf_prefix.cache_answers = commit_per_request
                 try:
-                    simple_evaluate(
-                        model=lm,
-                        tasks=tasks,
-                        task_manager=manager,
-                        use_cache=tempfile.mktemp(dir=folder),
-                        verbosity="ERROR",
-                    )
+                    simple_evaluate(model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR")
+                    phase = {
+                        "lookups_before_s": marks["model"] - marks["start"],
+                        "model_loglikelihood_s": marks["written"] - marks["model"],
+                        "writing_again_after_s": marks["end"] - marks["written"],
+                        "total_s": marks["end"] - marks["start"],
+                    }
+                    # the same run resumed: every answer from the cache, the model not called
+                    resumed = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
+                    simple_evaluate(model=resumed, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR")
+                    phase["resumed_s"] = marks["end"] - marks["start"]
                 finally:
                     hf_prefix.cache_answers = cache_answers
-                phase = {
-                    "lookups_before_s": marks["model"] - marks["start"],
-                    "model_loglikelihood_s": marks["written"] - marks["model"],
-                    "writing_again_after_s": marks["end"] - marks["written"],
-                    "total_s": marks["end"] - marks["start"],
-                }
                 kept = best.setdefault(variant, phase)
                 if phase["total_s"] < kept["total_s"]:
                     best[variant] = phase

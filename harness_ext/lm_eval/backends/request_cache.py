@@ -15,6 +15,13 @@ records the caller's stack with every statement. For the few-shot yes-no suite's
   answer that the stock code stores is committed as it comes) and turns it off when the call
   returns: CachingLM's second writing of answers already stored then costs no commit of its own,
   and its final commit stores them. It also turns off sqlitedict's stack records.
+- `RowsInMemory`: every lookup of CachingLM (`key in cache`, then `cache[key]` for a hit) is one
+  query through sqlitedict's worker thread, about 130 µs: 3.5 s before the few-shot call, 1.7 s
+  more to read 13,200 hits on resume. `CacheFriendlyLM` gives the cache this class, which reads
+  the table once (0.07 s for 13,200 rows) and answers lookups from memory; every write through it
+  updates that copy, and the second writing of a row already stored with the same bytes is skipped.
+  Rows are never changed but by this process's writes (a key's answer is the same whoever writes
+  it), so the copy cannot give an answer the table would not.
 """
 
 from __future__ import annotations
@@ -24,6 +31,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from lm_eval.api.model import hash_args
+from sqlitedict import SqliteDict
 
 # rows per statement: two variables each, within SQLite's oldest limit of 999 per statement
 ROWS_PER_STATEMENT = 400
@@ -39,6 +47,8 @@ def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> N
             hook.add_partial(attr, arguments, answer)
         return
     rows = {store.encode_key(hash_args(attr, arguments)): store.encode(answer) for arguments, answer in entries}
+    if isinstance(store, RowsInMemory):
+        store.remember(rows)
     items = list(rows.items())
     for start in range(0, len(items), ROWS_PER_STATEMENT):
         chunk = items[start : start + ROWS_PER_STATEMENT]
@@ -48,6 +58,51 @@ def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> N
         )
     if items:
         store.commit()
+
+
+class RowsInMemory(SqliteDict):
+    """A SqliteDict whose lookups read a copy of its table, made on the first one (see the module
+    docstring). Writes go to the table as before and into the copy; a bulk write or a deletion
+    drops the copy, to be read again."""
+
+    _rows: dict[Any, bytes] | None = None
+
+    def _stored(self) -> dict[Any, bytes]:
+        if self._rows is None:
+            self._rows = dict(self.conn.select(f'SELECT key, value FROM "{self.tablename}"'))
+        return self._rows
+
+    def remember(self, rows: dict[Any, bytes]) -> None:
+        """Rows (encoded key: encoded value) written to the table other than through this dict."""
+        if self._rows is not None:
+            self._rows.update(rows)
+
+    def __contains__(self, key: Any) -> bool:
+        return self.encode_key(key) in self._stored()
+
+    def __getitem__(self, key: Any) -> Any:
+        encoded = self._stored().get(self.encode_key(key))
+        if encoded is None:
+            raise KeyError(key)
+        return self.decode(encoded)
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        rows, stored_key, encoded = self._stored(), self.encode_key(key), self.encode(value)
+        if rows.get(stored_key) != encoded:
+            super().__setitem__(key, value)
+            rows[stored_key] = encoded
+
+    def __delitem__(self, key: Any) -> None:
+        super().__delitem__(key)
+        self._rows = None
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        super().update(*args, **kwargs)
+        self._rows = None
+
+    def clear(self) -> None:
+        super().clear()
+        self._rows = None
 
 
 @contextlib.contextmanager
@@ -69,7 +124,10 @@ class CacheFriendlyLM:
 
     def set_cache_hook(self, cache_hook: Any) -> None:
         super().set_cache_hook(cache_hook)  # type: ignore[misc]
-        connection = getattr(getattr(cache_hook, "dbdict", None), "conn", None)
+        store = getattr(cache_hook, "dbdict", None)
+        if type(store) is SqliteDict:  # CachingLM's own: the same object, its lookups from memory
+            store.__class__ = RowsInMemory
+        connection = getattr(store, "conn", None)
         if hasattr(connection, "_outer_stack"):  # the caller's stack, kept with every statement
             connection._outer_stack = False
 
