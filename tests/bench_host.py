@@ -206,7 +206,9 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
                     }
                     # the same run resumed: every answer from the cache, the model not called
                     resumed = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
-                    simple_evaluate(model=resumed, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR")
+                    simple_evaluate(
+                        model=resumed, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR"
+                    )
                     phase["resumed_s"] = marks["end"] - marks["start"]
                 finally:
                     hf_prefix.cache_answers = cache_answers
