@@ -25,7 +25,7 @@ import datasets
 from lm_eval.api.instance import Instance
 from lm_eval.api.task import ConfigurableTask
 
-from biasmonkey.harness_ext.lm_eval.task import doc_values, metric_list
+from biasmonkey.harness_ext.lm_eval.task import DocResults, doc_values, metric_list
 from biasmonkey.tasks.contract import base_task_name, reported
 from biasmonkey.tasks.mc_position.codecs import META, from_lm_eval
 from biasmonkey.tasks.mc_position.family import FAMILY, TASKS
@@ -108,7 +108,7 @@ class PositionTask(ConfigurableTask):
         self._documents: datasets.Dataset | None = None
         config.update(
             output_type="loglikelihood",
-            process_results=self.process_doc,
+            process_results=DocResults(self),
             metric_list=metric_list(self.reported_metrics, FAMILY.record_type),
         )
         super().__init__(config=config, **kwargs)

@@ -43,6 +43,19 @@ def test_answer_logprob_is_the_log_of_the_summed_probabilities() -> None:
             answer_logprob(bad)
 
 
+def test_answer_logprob_is_numpys_fold_to_the_bit() -> None:
+    # plain floats, the same steps as np.logaddexp.reduce: wide and narrow gaps, -inf, equal values
+    rng = np.random.default_rng(7)
+    for _ in range(4000):
+        x = -rng.exponential(rng.choice([1e-3, 1.0, 50.0]), size=int(rng.integers(1, 5)))
+        if rng.random() < 0.2:
+            x[rng.integers(x.size)] = -np.inf
+        if rng.random() < 0.1:
+            x[:] = x[0]
+        assert answer_logprob(x) == float(np.logaddexp.reduce(x)), x
+    assert answer_logprob([-math.inf, -math.inf]) == -math.inf
+
+
 def test_bias_and_accuracy_with_a_tie() -> None:
     yes = [-1.0, -2.0, -3.0, -1.0]
     no = [-2.0, -1.0, -3.0, -0.5]

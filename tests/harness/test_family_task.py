@@ -1,0 +1,58 @@
+"""The lm-eval task every family shares (harness_ext/lm_eval/task.py), built by lm-eval from the
+real task files and data: a document's metric values, and what lm-eval copies of the task."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from lm_eval.tasks import TaskManager, get_task_dict
+
+from biasmonkey.harness_ext.app.plan import tasks_dir
+from biasmonkey.harness_ext.lm_eval.task import DocResults
+from biasmonkey.tasks.yesno.codecs import from_lm_eval
+from biasmonkey.tasks.yesno.scoring import ItemRecord
+
+
+@pytest.fixture(scope="module")
+def task(data_dir: Path):
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False)
+    return get_task_dict(["biasmonkey_yesno_arith"], manager)["biasmonkey_yesno_arith"]
+
+
+def results(i: int) -> list[tuple[float, bool]]:
+    """Eight (log-likelihood, is_greedy) results: the four answers after the prompt, then after BOS."""
+    return [(-0.5 - 0.25 * ((i + j) % 5), False) for j in range(4)] + [
+        (-1.0, False),
+        (-2.0, False),
+        (-1.5, False),
+        (-3.0, False),
+    ]
+
+
+def test_metrics_that_take_the_whole_record_share_one_dict_per_document(task) -> None:
+    docs = list(task.test_docs())[:6]
+    values = [task.process_results(doc, results(i)) for i, doc in enumerate(docs)]
+    whole = [name for name, value in values[0].items() if isinstance(value, dict)]
+    assert len(whole) >= 2  # the suite's set-level metrics
+    for doc, i, value in zip(docs, range(6), values):
+        assert all(value[name] is value[whole[0]] for name in whole)
+        assert value[whole[0]] == from_lm_eval(doc, results(i)).as_dict()
+    # each set-level metric aggregates the shared dicts as the family's metric does the records
+    records = [from_lm_eval(doc, results(i)) for i, doc in enumerate(docs)]
+    own = {m.name: m.aggregate for m in task.reported_metrics}
+    for entry in task.config.metric_list:
+        if entry["metric"] in whole:
+            got = entry["aggregation"]([v[entry["metric"]] for v in values])
+            assert got == pytest.approx(own[entry["metric"]](records), nan_ok=True), entry["metric"]
+    assert ItemRecord.from_dict(values[0][whole[0]]) == from_lm_eval(docs[0], results(0))
+
+
+def test_copies_of_the_config_leave_the_task_and_its_documents_alone(task) -> None:
+    # lm-eval deep-copies the config for the results file; a bound method would copy the task
+    assert isinstance(task.config.process_results, DocResults)
+    memo: dict = {}
+    copied = copy.deepcopy(task.config, memo)
+    assert id(task) not in memo and copied.process_results is task.config.process_results
+    assert task.dump_config()["process_results"] == "biasmonkey.tasks.yesno.lm_eval_task.YesNoTask.process_doc"
