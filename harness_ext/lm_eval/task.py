@@ -30,15 +30,27 @@ def family_dataset(family: Family, arguments: dict[str, Any]) -> datasets.Datase
     return datasets.DatasetDict({"test": datasets.Dataset.from_list(family.docs(options, **fixed))})
 
 
+class RecordDict(dict):
+    """A record as the dict that lm-eval logs with the document (JSON like any dict), holding the
+    record it was made from: each set-level metric's aggregation reads that record instead of
+    parsing the dict again (for the few-shot yes-no suite, eight metrics × 3,300 documents)."""
+
+    record: Any
+
+
+def _record(value: Any, record_type: type) -> Any:
+    if isinstance(value, RecordDict):
+        return value.record
+    return record_type.from_dict(value) if isinstance(value, dict) else value
+
+
 def _aggregation(metric: Metric, record_type: type) -> Callable[[list[Any]], float]:
     """A set-level metric's aggregation over the documents that have a value (the others logged
     None); whole records arrive as the dicts `process_results` returned."""
 
     def aggregate(values: list[Any]) -> float:
         assert metric.aggregate is not None
-        return metric.aggregate(
-            [record_type.from_dict(v) if isinstance(v, dict) else v for v in values if v is not None]
-        )
+        return metric.aggregate([_record(v, record_type) for v in values if v is not None])
 
     aggregate.__name__ = metric.name
     return aggregate
@@ -66,7 +78,10 @@ def doc_values(metrics: Sequence[Metric], record: Any) -> dict[str, Any]:
     for m in metrics:
         value = m.value(record)
         if value is record:
-            value = whole = record.as_dict() if whole is None else whole
+            if whole is None:
+                whole = RecordDict(record.as_dict())
+                whole.record = record
+            value = whole
         if value is not None or m.aggregate is not None:
             out[m.name] = value
     return out

@@ -12,7 +12,7 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from typing import Any
 
 from biasmonkey.metrics.yesno import K_FOLDS, SEED, YesNoSummary, answer_logprob, authors_folds, summarize_yesno
@@ -44,7 +44,8 @@ class ItemRecord:
         return self.gold == "Yes"
 
     def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # the fields as they are (str, float, tuples of floats): `asdict`'s recursive copy is a tenth as fast
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> ItemRecord:

@@ -4,13 +4,14 @@ real task files and data: a document's metric values, and what lm-eval copies of
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
 from lm_eval.tasks import TaskManager, get_task_dict
 
 from biasmonkey.harness_ext.app.plan import tasks_dir
-from biasmonkey.harness_ext.lm_eval.task import DocResults
+from biasmonkey.harness_ext.lm_eval.task import DocResults, RecordDict
 from biasmonkey.tasks.yesno.codecs import from_lm_eval
 from biasmonkey.tasks.yesno.scoring import ItemRecord
 
@@ -39,6 +40,7 @@ def test_metrics_that_take_the_whole_record_share_one_dict_per_document(task) ->
     for doc, i, value in zip(docs, range(6), values):
         assert all(value[name] is value[whole[0]] for name in whole)
         assert value[whole[0]] == from_lm_eval(doc, results(i)).as_dict()
+        assert isinstance(value[whole[0]], RecordDict) and value[whole[0]].record == from_lm_eval(doc, results(i))
     # each set-level metric aggregates the shared dicts as the family's metric does the records
     records = [from_lm_eval(doc, results(i)) for i, doc in enumerate(docs)]
     own = {m.name: m.aggregate for m in task.reported_metrics}
@@ -46,6 +48,9 @@ def test_metrics_that_take_the_whole_record_share_one_dict_per_document(task) ->
         if entry["metric"] in whole:
             got = entry["aggregation"]([v[entry["metric"]] for v in values])
             assert got == pytest.approx(own[entry["metric"]](records), nan_ok=True), entry["metric"]
+            # the same dicts read back from lm-eval's JSON logs: parsed into the same records
+            logged = [json.loads(json.dumps(v[entry["metric"]])) for v in values]
+            assert entry["aggregation"](logged) == pytest.approx(got, nan_ok=True), entry["metric"]
     assert ItemRecord.from_dict(values[0][whole[0]]) == from_lm_eval(docs[0], results(0))
 
 
