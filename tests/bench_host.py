@@ -21,8 +21,9 @@ With `--lm-eval-tasks` it also runs those lm-eval tasks (their data through BIAS
 with lm-eval's request cache, `--rounds` times, interleaved with the same run as lm-eval leaves
 its cache (autocommit throughout, a commit per answer), and reports the phases of CachingLM's
 `loglikelihood`: its lookups before the model, the model's `loglikelihood` (tokenising and the
-call), its writing of every answer again after; and the same run resumed (`resumed_s`: every
-answer read from the cache).
+call), its writing of every answer again after; the rest of the run after the model
+(`after_the_model_s`: scoring, aggregating, the results); and the same run resumed (`resumed_s`:
+every answer read from the cache).
 
 For each suite it reports the min and mean of:
 
@@ -198,11 +199,13 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
                     hf_prefix.cache_answers = commit_per_request
                 try:
                     simple_evaluate(model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR")
+                    returned = time.perf_counter()
                     phase = {
                         "lookups_before_s": marks["model"] - marks["start"],
                         "model_loglikelihood_s": marks["written"] - marks["model"],
                         "writing_again_after_s": marks["end"] - marks["written"],
                         "total_s": marks["end"] - marks["start"],
+                        "after_the_model_s": returned - marks["end"],
                     }
                     # the same run resumed: every answer from the cache, the model not called
                     resumed = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
