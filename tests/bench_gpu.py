@@ -6,7 +6,10 @@ Two steps, so that the GPU machine needs neither network nor task data:
     python tests/bench_gpu.py run --bundle gpu_bundle --shapes 1.7b 8b --out bench_out/gpu.json
 
 `build` records lm-eval's token-level log-likelihood requests of every suite (every document;
-cognitive: the test fixture) with the SmolLM2 tokenizer, and saves them with the tokenizer.
+cognitive: the test fixture) with the SmolLM2 tokenizer, and saves them with the tokenizer and,
+in `data/`, the upstream files of the few-shot yes-no and response-bias tasks, for whole lm-eval
+runs on the GPU machine (`bench_host.py --lm-eval-tasks`, which times a run's phases outside the
+model too).
 `run` builds random-weight Llama models of the given shapes on the GPU (timings do not depend on
 the weights; the vocabulary is SmolLM2's 49,152), bfloat16 with sdpa attention, and per model and
 suite times, after a warm-up on an eighth of each suite's requests, the fastest of `--rounds`
@@ -38,6 +41,7 @@ import functools
 import gzip
 import json
 import os
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -65,6 +69,8 @@ SHAPES: dict[str, dict[str, Any]] = {
     "8b": dict(hidden_size=4096, intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32,
                num_key_value_heads=8, tie_word_embeddings=False, rope_theta=500000.0),
 }  # fmt: skip
+# the upstream files of the whole runs: COMPS and bAbI yes-no questions, the response-bias prompts
+RUN_DATA = ("yesno/compsynq-data.zip", "yesno/babiynq-data.zip", "biasmonkey/prompts/", "biasmonkey/all-questions")
 COUNTERS = ("trie_tokens", "computed_tokens", "continuation_tokens", "padding_tokens", "forward_passes", "rows")
 
 Requests = list[tuple[tuple[str, str], list[int], list[int]]]
@@ -90,8 +96,22 @@ def build(bundle: Path) -> None:
         print(f"{suite}: {len(requests)} requests, {len(contexts)} distinct contexts", flush=True)
     bundle.mkdir(parents=True, exist_ok=True)
     lm.tokenizer.save_pretrained(bundle / "tokenizer")
+    copy_run_data(bundle / "data")
     with gzip.open(bundle / "requests.json.gz", "wt") as f:
         json.dump(suites, f)
+
+
+def copy_run_data(folder: Path) -> None:
+    """The data files of the whole lm-eval runs that `bench_host.py --lm-eval-tasks` times (few-shot
+    yes-no and response bias), laid out as in $BIASMONKEY_DATA_DIR, to travel with the bundle."""
+    from biasmonkey.tasks.fetch import DATA_DIR_ENV, pinned_files
+
+    source = Path(os.environ[DATA_DIR_ENV])
+    for pinned in pinned_files():
+        if pinned.local_path.startswith(RUN_DATA):
+            target = folder / pinned.local_path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source / pinned.local_path, target)
 
 
 def load_bundle(bundle: Path) -> dict[str, Requests]:

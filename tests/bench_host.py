@@ -17,13 +17,21 @@ prompt. Per suite, `--rounds` interleaved rounds run four variants:
 - `cache, commit per request`: the same, each answer through lm-eval's `add_partial`, which
   commits and waits for the disk every time (as before request_cache.py).
 
-With `--lm-eval-tasks` it also runs those lm-eval tasks (their data through BIASMONKEY_DATA_DIR)
-with lm-eval's request cache, `--rounds` times, interleaved with the same run as lm-eval leaves
-its cache (autocommit throughout, a commit per answer), and reports the phases of CachingLM's
-`loglikelihood`: its lookups before the model, the model's `loglikelihood` (tokenising and the
-call), its writing of every answer again after; the rest of the run after the model
-(`after_the_model_s`: scoring, aggregating, the results); and the same run resumed (`resumed_s`:
-every answer read from the cache).
+With `--lm-eval-tasks` it also runs those lm-eval tasks (options in `--lm-eval-metadata`) as whole
+lm-eval runs with lm-eval's request cache, `--rounds` times, interleaved over `--run-variants`:
+`shipped` (biasmonkey-hf), `cache as lm-eval leaves it` (biasmonkey-hf with a commit per answer
+and lm-eval's tokenising one request at a time) and `stock hf` (lm-eval's own backend). It
+reports the phases of CachingLM's `loglikelihood`: its lookups before the model, the model's
+`loglikelihood` (tokenising and the call), its writing of every answer again after; the rest of
+the run after the model (`after_the_model_s`: scoring, aggregating, the results); the whole run
+(`run_s`); and the same run resumed (`resumed_s`: every answer read from the cache). The model is
+a random one of `--shape` on `--device` in `--dtype` (default: the tiny one on CPU); the data come
+from $BIASMONKEY_DATA_DIR, else from the bundle's `data` folder (`bench_gpu.py build` copies the
+few-shot yes-no and response-bias files there), so that on a GPU machine:
+
+    python tests/bench_host.py --bundle gpu_bundle --suites --rounds 2 --shape 1.7b --device cuda \
+        --dtype bfloat16 --run-variants shipped "stock hf" \
+        --lm-eval-tasks biasmonkey_yesno_comps_fewshot biasmonkey_yesno_babi_fewshot
 
 For each suite it reports the min and mean of:
 
@@ -40,6 +48,7 @@ import argparse
 import contextlib
 import gc
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -47,13 +56,15 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from bench_gpu import GPU_SUITES, Requests, build_model, load_bundle
+from bench_gpu import GPU_SUITES, SHAPES, Requests, build_model, load_bundle
 from lm_eval import simple_evaluate
 from lm_eval.api.model import CacheHook, CachingLM, TemplateLM
+from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
 from transformers import AutoTokenizer
 
 import biasmonkey.harness_ext.lm_eval.backends.hf_prefix as hf_prefix
+from biasmonkey.tasks.fetch import DATA_DIR_ENV
 
 VARIANTS = ("shipped", "collector running", "request cache", "cache, commit per request")
 
@@ -158,10 +169,19 @@ class CacheAsLeft(hf_prefix.PrefixReuseHFLM):
     loglikelihood = TemplateLM.loglikelihood
 
 
-def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, folder: str) -> dict[str, Any]:
-    """Seconds in the phases of CachingLM's `loglikelihood` over `tasks`, fastest of `rounds`."""
-    model = build_model("tiny", torch.float32, "cpu", vocabulary)
-    manager = TaskManager(include_path=str(Path(__file__).resolve().parents[1] / "tasks"))
+RUN_VARIANTS = {  # a whole lm-eval run's model class
+    "shipped": hf_prefix.PrefixReuseHFLM,
+    "cache as lm-eval leaves it": CacheAsLeft,
+    "stock hf": HFLM,  # lm-eval's own backend
+}
+
+
+def whole_runs(
+    tasks: list[str], metadata: dict[str, Any], model: torch.nn.Module, tokenizer: Any, args: argparse.Namespace
+) -> dict[str, Any]:
+    """Seconds in the phases of whole lm-eval runs over `tasks` with the request cache, per variant
+    (`args.run_variants`), fastest of `args.rounds` interleaved."""
+    manager = TaskManager(include_path=str(Path(__file__).resolve().parents[1] / "tasks"), metadata=metadata)
     marks: dict[str, float] = {}
     getattr_of_caching = CachingLM.__getattr__
 
@@ -178,48 +198,54 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
 
         return phases
 
+    def evaluate(cls: type, cache: str) -> float:
+        """One run; its seconds from the start to the results."""
+        lm = cls(pretrained=model, tokenizer=tokenizer, batch_size=args.batch)
+        inner = lm.loglikelihood
+
+        def model_phase(requests: list[Any], *a: Any, **k: Any) -> Any:
+            marks["model"] = time.perf_counter()
+            out = inner(requests, *a, **k)
+            marks["written"] = time.perf_counter()
+            return out
+
+        lm.loglikelihood = model_phase
+        start = time.perf_counter()
+        simple_evaluate(
+            model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR", metadata=metadata
+        )
+        return time.perf_counter() - start
+
     best: dict[str, dict[str, float]] = {}
     CachingLM.__getattr__ = timed_getattr
-    try:
-        for _ in range(rounds):
-            for variant, cls in (("shipped", hf_prefix.PrefixReuseHFLM), ("cache as lm-eval leaves it", CacheAsLeft)):
-                cache = tempfile.mktemp(dir=folder)
-                lm = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
-                inner = lm.loglikelihood
-
-                def model_phase(requests: list[Any], *args: Any, **kwargs: Any) -> Any:
-                    marks["model"] = time.perf_counter()
-                    out = inner(requests, *args, **kwargs)  # noqa: B023 (called within this round)
-                    marks["written"] = time.perf_counter()
-                    return out
-
-                lm.loglikelihood = model_phase
-                cache_answers = hf_prefix.cache_answers
-                if cls is CacheAsLeft:
-                    hf_prefix.cache_answers = commit_per_request
-                try:
-                    simple_evaluate(model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR")
-                    returned = time.perf_counter()
-                    phase = {
-                        "lookups_before_s": marks["model"] - marks["start"],
-                        "model_loglikelihood_s": marks["written"] - marks["model"],
-                        "writing_again_after_s": marks["end"] - marks["written"],
-                        "total_s": marks["end"] - marks["start"],
-                        "after_the_model_s": returned - marks["end"],
-                    }
-                    # the same run resumed: every answer from the cache, the model not called
-                    resumed = cls(pretrained=model, tokenizer=tokenizer, batch_size=32)
-                    simple_evaluate(
-                        model=resumed, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR"
-                    )
-                    phase["resumed_s"] = marks["end"] - marks["start"]
-                finally:
-                    hf_prefix.cache_answers = cache_answers
-                kept = best.setdefault(variant, phase)
-                if phase["total_s"] < kept["total_s"]:
-                    best[variant] = phase
-    finally:
-        CachingLM.__getattr__ = getattr_of_caching
+    with tempfile.TemporaryDirectory() as folder:
+        try:
+            for _ in range(args.rounds):
+                for variant in args.run_variants:
+                    cls, cache = RUN_VARIANTS[variant], tempfile.mktemp(dir=folder)
+                    cache_answers = hf_prefix.cache_answers
+                    if cls is CacheAsLeft:
+                        hf_prefix.cache_answers = commit_per_request
+                    try:
+                        run_s = evaluate(cls, cache)
+                        phase = {
+                            "run_s": run_s,
+                            "lookups_before_s": marks["model"] - marks["start"],
+                            "model_loglikelihood_s": marks["written"] - marks["model"],
+                            "writing_again_after_s": marks["end"] - marks["written"],
+                            "total_s": marks["end"] - marks["start"],
+                        }
+                        phase["after_the_model_s"] = run_s - (marks["end"] - marks["start"])
+                        # the same run resumed: every answer from the cache, the model not called
+                        evaluate(cls, cache)
+                        phase["resumed_s"] = marks["end"] - marks["start"]
+                    finally:
+                        hf_prefix.cache_answers = cache_answers
+                    kept = best.setdefault(variant, phase)
+                    if phase["run_s"] < kept["run_s"]:
+                        best[variant] = phase
+        finally:
+            CachingLM.__getattr__ = getattr_of_caching
     for variant, phase in best.items():
         print(f"lm-eval run with the request cache, {variant}: " + ", ".join(f"{k} {v:.2f}" for k, v in phase.items()))
     return {"tasks": tasks, **{v: {k: round(x, 3) for k, x in p.items()} for v, p in best.items()}}
@@ -228,12 +254,19 @@ def caching_run(tasks: list[str], tokenizer: Any, vocabulary: int, rounds: int, 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--bundle", type=Path, required=True, help="a folder written by bench_gpu.py build")
-    parser.add_argument("--suites", nargs="+", default=GPU_SUITES, choices=GPU_SUITES)
+    parser.add_argument("--suites", nargs="*", default=GPU_SUITES, choices=GPU_SUITES, help="none: whole runs only")
     parser.add_argument("--rounds", type=int, default=6)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--pack-rows", default="true", help="as on a GPU (auto packs on accelerators only)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--lm-eval-tasks", nargs="+", default=[], help="also run these tasks with the request cache")
+    parser.add_argument(
+        "--lm-eval-metadata", type=json.loads, default={}, help='their options, e.g. \'{"mode": "exact"}\''
+    )
+    parser.add_argument("--run-variants", nargs="+", default=list(RUN_VARIANTS)[:2], choices=list(RUN_VARIANTS))
+    parser.add_argument("--shape", default="tiny", choices=list(SHAPES), help="the whole runs' model")
+    parser.add_argument("--device", default="cpu", help="the whole runs' device")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the whole runs' dtype")
     parser.add_argument("--out", type=Path, default=Path("bench_out") / "host.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -266,8 +299,15 @@ def main() -> None:
                 flush=True,
             )
     if args.lm_eval_tasks:
-        with tempfile.TemporaryDirectory() as folder:
-            report["lm_eval_run"] = caching_run(args.lm_eval_tasks, tokenizer, len(tokenizer), args.rounds, folder)
+        if DATA_DIR_ENV not in os.environ and (args.bundle / "data").is_dir():  # on the GPU machine
+            os.environ[DATA_DIR_ENV] = str((args.bundle / "data").resolve())
+        model = build_model(args.shape, getattr(torch, args.dtype), args.device, len(tokenizer))
+        report["lm_eval_run"] = {
+            "shape": args.shape,
+            "device": args.device,
+            "dtype": args.dtype,
+            **whole_runs(args.lm_eval_tasks, args.lm_eval_metadata, model, tokenizer, args),
+        }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
     print(f"written to {args.out}")
