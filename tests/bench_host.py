@@ -21,7 +21,8 @@ With `--lm-eval-tasks` it also runs those lm-eval tasks (options in `--lm-eval-m
 lm-eval runs with lm-eval's request cache, `--rounds` times, interleaved over `--run-variants`:
 `shipped` (biasmonkey-hf), `cache as lm-eval leaves it` (biasmonkey-hf with a commit per answer
 and lm-eval's tokenising one request at a time) and `stock hf` (lm-eval's own backend). It
-reports the phases of CachingLM's `loglikelihood`: its lookups before the model, the model's
+reports the run's time before CachingLM's `loglikelihood` (`before_the_model_s`: building the
+tasks and their requests) and the phases of that call: its lookups before the model, the model's
 `loglikelihood` (tokenising and the call), its writing of every answer again after; the rest of
 the run after the model (`after_the_model_s`: scoring, aggregating, the results); the whole run
 (`run_s`); and the same run resumed (`resumed_s`: every answer read from the cache). The model is
@@ -198,8 +199,8 @@ def whole_runs(
 
         return phases
 
-    def evaluate(cls: type, cache: str) -> float:
-        """One run; its seconds from the start to the results."""
+    def evaluate(cls: type, cache: str) -> None:
+        """One run, its start and end in `marks` ("run", "returned")."""
         lm = cls(pretrained=model, tokenizer=tokenizer, batch_size=args.batch)
         inner = lm.loglikelihood
 
@@ -210,11 +211,11 @@ def whole_runs(
             return out
 
         lm.loglikelihood = model_phase
-        start = time.perf_counter()
+        marks["run"] = time.perf_counter()
         simple_evaluate(
             model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR", metadata=metadata
         )
-        return time.perf_counter() - start
+        marks["returned"] = time.perf_counter()
 
     best: dict[str, dict[str, float]] = {}
     CachingLM.__getattr__ = timed_getattr
@@ -227,15 +228,16 @@ def whole_runs(
                     if cls is CacheAsLeft:
                         hf_prefix.cache_answers = commit_per_request
                     try:
-                        run_s = evaluate(cls, cache)
+                        evaluate(cls, cache)
                         phase = {
-                            "run_s": run_s,
+                            "run_s": marks["returned"] - marks["run"],
+                            "before_the_model_s": marks["start"] - marks["run"],
                             "lookups_before_s": marks["model"] - marks["start"],
                             "model_loglikelihood_s": marks["written"] - marks["model"],
                             "writing_again_after_s": marks["end"] - marks["written"],
                             "total_s": marks["end"] - marks["start"],
                         }
-                        phase["after_the_model_s"] = run_s - (marks["end"] - marks["start"])
+                        phase["after_the_model_s"] = marks["returned"] - marks["end"]
                         # the same run resumed: every answer from the cache, the model not called
                         evaluate(cls, cache)
                         phase["resumed_s"] = marks["end"] - marks["start"]
