@@ -274,6 +274,20 @@ def test_synthetic_requests_match_stock_and_feed_the_cache_hook(tiny_lms) -> Non
     assert {attr for attr, _, _ in stored} == {"loglikelihood"}
 
 
+def test_contexts_are_told_apart_by_tokens_whatever_their_objects(tiny_lms) -> None:
+    """Requests of one context share its list (as lm-eval's tokenising gives them) or each hold a
+    copy, a tuple, or a list that equals another context's: the same groups and answers."""
+    stock_lm, lm = tiny_lms
+    shared = synthetic_requests(stock_lm)
+    copied = [(key, list(context) if i % 2 else tuple(context), cont) for i, (key, context, cont) in enumerate(shared)]
+    answers = {}
+    for name, requests in (("shared", shared), ("copied", copied)):
+        lm.reset_counters()
+        answers[name] = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        assert lm.distinct_contexts == 4
+    assert answers["shared"] == answers["copied"]
+
+
 def tree_requests(seed: int = 0) -> list[tuple]:
     """Contexts branching at many depths off a shared head (a comb), with variants, and one- and
     multi-token continuations sharing prefixes."""

@@ -114,7 +114,10 @@ log = logging.getLogger(__name__)
 Tokens = tuple[int, ...]
 Request = tuple[Any, list[int], list[int]]  # ((context, continuation) or None, context tokens, continuation tokens)
 Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
-Pair = tuple[Tokens, Tokens]  # (context, continuation) tokens
+# (context, continuation): the context's number in the call (its tokens: `contexts[number]`) and the
+# continuation's tokens. Numbered once, a context's tokens (hundreds in a few-shot prompt) are not
+# hashed again each time a request is looked up.
+Pair = tuple[int, Tokens]
 Done = Callable[[list[tuple[Pair, Answer]]], None]  # called with each forward's answers once they are read
 
 # sdpa's kernels for the rows' masked attention: every one but cuDNN's (see `_inference`)
@@ -383,11 +386,22 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         # (context, continuation) -> indices of the requests asking for it
         groups: dict[Pair, list[int]] = defaultdict(list)
         fallback: list[int] = []
+        contexts: list[Tokens] = []
+        numbers: dict[Tokens, int] = {}
+        # lm-eval's tokenising gives the requests of one context the same list: numbered by identity
+        # first (the requests keep the lists alive, so no identity is reused during the call)
+        number_of_object: dict[int, int] = {}
         for i, (key, context, cont) in enumerate(requests):
             if key is None or not self._fits(context, cont, limit) or (len(cont) > 1 and not share):
                 fallback.append(i)
-            else:
-                groups[tuple(context), tuple(cont)].append(i)
+                continue
+            number = number_of_object.get(id(context))
+            if number is None:
+                tokens = tuple(context)
+                number = number_of_object[id(context)] = numbers.setdefault(tokens, len(contexts))
+                if number == len(contexts):
+                    contexts.append(tokens)
+            groups[number, tuple(cont)].append(i)
 
         answers: list[Answer | None] = [None] * len(requests)
         if fallback:
@@ -398,7 +412,6 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             for i, answer in zip(fallback, scored):
                 answers[i] = answer
         if groups:
-            contexts = {context for context, _ in groups}
             self.distinct_contexts += len(contexts)
             self.context_tokens += sum(map(len, contexts))
             show = not disable_tqdm and self.rank == 0
@@ -415,9 +428,9 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                     cache_answers(self.cache_hook, "loglikelihood", cached)
 
             if share:
-                self._score_shared(groups, override_bs, show, done)
+                self._score_shared(contexts, groups, override_bs, show, done)
             else:
-                self._score_contexts(groups, override_bs, show, done)
+                self._score_contexts(contexts, groups, override_bs, show, done)
             if any(answer is None for answer in answers):
                 raise RuntimeError("biasmonkey-hf: some requests were never answered")
         return answers  # type: ignore[return-value]
@@ -480,31 +493,33 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self.rows += int(kwargs["input_ids"].shape[0])
         return F.log_softmax(out.logits, dim=-1, dtype=self.softmax_dtype)
 
-    def _score_contexts(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
+    def _score_contexts(
+        self, contexts: list[Tokens], groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done
+    ) -> None:
         """Without sharing: each distinct context in one pass, scored at its last position
         (single-token continuations only); `done` gets a batch's answers once the next batch's
         pass is queued (or has failed), as in `_score_shared`."""
-        by_context: dict[Tokens, list[Tokens]] = defaultdict(list)
-        for context, cont in groups:
-            by_context[context].append(cont)
-        contexts = sorted(by_context, key=lambda c: (-len(c), c))  # longest first, as lm-eval orders
-        self.trie_tokens += trie_token_count(contexts)
-        batch_size = self._rows_per_forward(override_bs, len(contexts[0]), 1)
+        by_context: dict[int, list[Tokens]] = defaultdict(list)
+        for number, cont in groups:
+            by_context[number].append(cont)
+        order = sorted(by_context, key=lambda n: (-len(contexts[n]), contexts[n]))  # longest first, as lm-eval
+        self.trie_tokens += trie_token_count(contexts[n] for n in order)
+        batch_size = self._rows_per_forward(override_bs, len(contexts[order[0]]), 1)
         previous: tuple[list[tuple[int, Pair]], _Scores] | None = None
 
         def answered(batch: tuple[list[tuple[int, Pair]], _Scores] | None) -> None:
             if batch is not None:
                 results: dict[tuple[int, int], Answer] = {}
                 batch[1].read(results)
-                done([((context, cont), results[row, cont[0]]) for row, (context, cont) in batch[0]])
+                done([((number, cont), results[row, cont[0]]) for row, (number, cont) in batch[0]])
 
-        for start in tqdm(range(0, len(contexts), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
-            batch = contexts[start : start + batch_size]
-            lengths = np.asarray([len(c) for c in batch])
+        for start in tqdm(range(0, len(order), batch_size), disable=not show, desc="biasmonkey-hf contexts"):
+            batch = order[start : start + batch_size]
+            lengths = np.asarray([len(contexts[n]) for n in batch])
             table = np.zeros((len(batch), int(lengths.max())), dtype=np.int64)
-            for row, context in enumerate(batch):
-                table[row, : len(context)] = context
-            asked = [(row, (context, cont)) for row, context in enumerate(batch) for cont in by_context[context]]
+            for row, number in enumerate(batch):
+                table[row, : lengths[row]] = contexts[number]
+            asked = [(row, (number, cont)) for row, number in enumerate(batch) for cont in by_context[number]]
             scores = _Scores([(row, cont[0]) for row, (_, cont) in asked])
             try:
                 ids, last = _to_device(table, self.device), _to_device(lengths[:, None] - 1, self.device)
@@ -520,7 +535,9 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             self.padding_tokens += table.size - int(lengths.sum())
         answered(previous)
 
-    def _score_shared(self, groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done) -> None:
+    def _score_shared(
+        self, contexts: list[Tokens], groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done
+    ) -> None:
         """Every node of the requests' prefix tree once (see the module docstring); `done` gets
         each request's answer after the pass that scores its last token."""
         trie = PromptTrie()
@@ -528,18 +545,17 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
         waiting: dict[tuple[int, int], list[Pair]] = defaultdict(list)  # (node, token) -> requests needing it
         context_ends = []
-        paths_of: dict[Tokens, list[int]] = {}  # a context's continuations share its path: inserted once
-        for context, cont in groups:
-            sequence = context + cont[:-1]
-            path = paths_of.get(sequence)
+        paths_of: dict[Pair, list[int]] = {}  # a context's continuations share its path: inserted once
+        for number, cont in groups:
+            path = paths_of.get((number, cont[:-1]))
             if path is None:
-                path = paths_of[sequence] = trie.insert(sequence)
-            n = len(context)
+                path = paths_of[number, cont[:-1]] = trie.insert(contexts[number] + cont[:-1])
+            n = len(contexts[number])
             context_ends.append(path[n - 1])
-            wanted[context, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
-            for pair in wanted[context, cont]:
+            wanted[number, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
+            for pair in wanted[number, cont]:
                 targets[pair[0]].add(pair[1])
-                waiting[pair].append((context, cont))
+                waiting[pair].append((number, cont))
         missing = {request: len(pairs) for request, pairs in wanted.items()}
         in_context = bytearray(len(trie))
         for node in context_ends:
