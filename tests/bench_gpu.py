@@ -4,6 +4,7 @@ Two steps, so that the GPU machine needs neither network nor task data:
 
     python tests/bench_gpu.py build --bundle gpu_bundle           # any machine with the data
     python tests/bench_gpu.py run --bundle gpu_bundle --shapes 1.7b 8b --out bench_out/gpu.json
+    python tests/bench_gpu.py first --bundle gpu_bundle --shapes 1.7b --suites yesno_few_shot [--engine stock]
 
 `build` records lm-eval's token-level log-likelihood requests of every suite (every document;
 cognitive: the test fixture) with the SmolLM2 tokenizer, and saves them with the tokenizer and,
@@ -32,6 +33,14 @@ the share of a call's time the device spent in kernels and the kernels that took
 the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
 between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
 float32 on the first `--float32-requests` requests of each suite (first shape only).
+
+`first` times the first call in a fresh process (nothing run on the device before but the random
+model's initialisation), as a user's run meets it, beside two later calls, for `--engine`
+biasmonkey-hf or stock `hf` (batch 32; the first of `--shapes` and `--suites`). With `--profile`
+it profiles the first and a later call instead and lists the host-side events (CUDA's runtime
+calls among them: kernel launches, which load a kernel's module at its first launch, and
+allocations) that took most, and their difference. Run it once per engine, each in its own
+process; `CUDA_MODULE_LOADING=EAGER` loads every kernel when the process starts instead.
 """
 
 from __future__ import annotations
@@ -230,6 +239,59 @@ def kernel_profile(lm: PrefixReuseHFLM, requests: Requests, device: str, top: in
         f"{kind}_busy_share": round(busy / seconds, 3),
         "top": [{"name": name[:80], "calls": calls, "s": round(s, 4)} for name, calls, s in spent[:top]],
     }
+
+
+def host_events(device: str, call: Callable[[], Any], top: int = 15) -> tuple[float, dict[str, float]]:
+    """One call under torch's profiler: its seconds, and the host-side events' own seconds by name
+    (operators and CUDA's runtime calls), largest first."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        seconds, _ = timed(device, call)
+    spent = {
+        event.key[:60]: event.self_cpu_time_total / 1e6
+        for event in prof.key_averages()
+        if event.device_type == torch.autograd.DeviceType.CPU
+    }
+    return seconds, dict(sorted(spent.items(), key=lambda kv: -kv[1])[:top])
+
+
+def first_calls(args: argparse.Namespace) -> None:
+    """`first` (see the module docstring)."""
+    from transformers import AutoTokenizer
+
+    device, shape = args.device, args.shapes[0]
+    suite = (args.suites or ["yesno_few_shot"])[0]
+    tokenizer = AutoTokenizer.from_pretrained(args.bundle / "tokenizer")
+    requests = load_bundle(args.bundle)[suite]
+    model = build_model(shape, torch.bfloat16, device)
+    synchronize(device)
+    common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 32, "max_batch_size": 64}
+    lm = HFLM(**common) if args.engine == "stock" else PrefixReuseHFLM(**common)
+    call = functools.partial(lm._loglikelihood_tokens, requests, True)
+    report: dict[str, Any] = {
+        "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else device,
+        "engine": args.engine,
+        "shape": shape,
+        "suite": suite,
+        "module_loading": os.environ.get("CUDA_MODULE_LOADING", "default (lazy)"),
+    }
+    if args.profile:
+        first_s, first = host_events(device, call, top=40)
+        later_s, later = host_events(device, call, top=40)
+        report.update(first_profiled_s=round(first_s, 3), later_profiled_s=round(later_s, 3))
+        report["first_host_events_s"] = {k: round(v, 4) for k, v in list(first.items())[:15]}
+        more = {k: v - later.get(k, 0.0) for k, v in first.items()}
+        report["first_minus_later_s"] = {k: round(v, 4) for k, v in sorted(more.items(), key=lambda kv: -kv[1])[:15]}
+    else:
+        report["first_s"] = round(timed(device, call)[0], 3)
+        report["later_s"] = [round(timed(device, call)[0], 3) for _ in range(2)]
+        report["first_over_later"] = round(report["first_s"] / min(report["later_s"]), 2)
+    if device.startswith("cuda"):
+        report["device_allocations"] = torch.cuda.memory_stats(device).get("num_device_alloc")
+    print(json.dumps(report, indent=1), flush=True)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=1) + "\n")
 
 
 def plan_estimates(
@@ -456,7 +518,7 @@ def print_table(report: dict[str, Any]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("step", choices=["build", "run"])
+    parser.add_argument("step", choices=["build", "run", "first"])
     parser.add_argument("--bundle", type=Path, default=Path("bench_out") / "gpu_bundle")
     parser.add_argument("--shapes", nargs="+", default=["1.7b", "8b"], choices=list(SHAPES))
     parser.add_argument("--suites", nargs="+", choices=GPU_SUITES, help="default: every suite in the bundle")
@@ -476,6 +538,7 @@ def main() -> None:
         action="store_true",
         help="one more call per suite under torch's profiler: device busy share, top kernels",
     )
+    parser.add_argument("--engine", default="biasmonkey", choices=["biasmonkey", "stock"], help="`first`'s")
     parser.add_argument("--floor-batch", type=int, default=64)
     parser.add_argument("--float32-requests", type=int, default=2000)
     parser.add_argument("--budget", type=float, default=480.0, help="seconds; later steps are skipped beyond it")
@@ -485,6 +548,8 @@ def main() -> None:
         torch.backends.cuda.enable_cudnn_sdp(False)
     if args.step == "build":
         build(args.bundle)
+    elif args.step == "first":
+        first_calls(args)
     else:
         Bench(args).run()
 
