@@ -106,10 +106,19 @@ class DocResults:
         return f"{type(self.task).__module__}.{type(self.task).__qualname__}.process_doc"
 
 
+class Documents(list):
+    """A split's documents as plain dicts, with the dataset's `features` (lm-eval reads their names)."""
+
+    def __init__(self, documents: list[dict[str, Any]], features: datasets.Features) -> None:
+        super().__init__(documents)
+        self.features = features
+
+
 class FamilyTask(ConfigurableTask):
     """A biasmonkey task of `family`; subclasses build its requests and read its results."""
 
     family: ClassVar[Family]
+    _test_documents: Documents | None = None
 
     def __init__(self, config: dict[str, Any] | None = None, **kwargs: Any) -> None:
         config = dict(config or {})
@@ -135,6 +144,17 @@ class FamilyTask(ConfigurableTask):
         arguments can go through `--metadata`: biasmonkey's options do, and are documented)."""
         documents = self.family.docs(self.options, **self.fixed)
         self.dataset = datasets.DatasetDict({"test": datasets.Dataset.from_list(documents)})
+        self._test_documents = None
+
+    def test_docs(self) -> Documents:
+        """The documents as plain dicts, read off the dataset once (`Dataset.to_list`: the same
+        dicts as its rows). lm-eval goes through them twice in a run, to build the requests and to
+        score them, and a `datasets.Dataset` decodes each row it yields in Python: 0.3 s a pass for
+        the few-shot yes-no suite's 3,300 documents on 2 cores."""
+        if self._test_documents is None:
+            dataset = super().test_docs()
+            self._test_documents = Documents(dataset.to_list(), dataset.features)
+        return self._test_documents
 
     def harness_config(self) -> dict[str, Any]:
         """Task settings that depend on the options (output type, generation settings, filters)."""

@@ -61,3 +61,23 @@ def test_copies_of_the_config_leave_the_task_and_its_documents_alone(task) -> No
     copied = copy.deepcopy(task.config, memo)
     assert id(task) not in memo and copied.process_results is task.config.process_results
     assert task.dump_config()["process_results"] == "biasmonkey.tasks.yesno.lm_eval_task.YesNoTask.process_doc"
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "biasmonkey_yesno_comps_fewshot",
+        "biasmonkey_acquiescence_key_typo",
+        "biasmonkey_cognitive_anchoring",
+        "biasmonkey_answer_position_anatomy",
+    ],
+)
+def test_documents_are_plain_dicts_read_once_the_same_as_the_datasets_rows(data_dir: Path, name: str) -> None:
+    cognitive = {"data_path": str(Path(__file__).resolve().parents[1] / "fixtures" / "cognitive" / "tests.csv")}
+    metadata = cognitive if "cognitive" in name else None
+    manager = TaskManager(include_path=str(tasks_dir()), include_defaults=False, metadata=metadata)
+    task = get_task_dict([name], manager)[name]
+    docs = task.test_docs()
+    assert isinstance(docs, list) and task.eval_docs is docs  # read off the dataset once
+    assert docs == list(task.dataset["test"])  # as lm-eval would iterate the dataset's rows
+    assert [doc for _, doc in task.doc_iterator(limit=3)] == docs[:3]
