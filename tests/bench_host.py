@@ -56,6 +56,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import lm_eval.evaluator
 import torch
 from bench_gpu import GPU_SUITES, SHAPES, Requests, build_model, load_bundle
 from lm_eval import simple_evaluate
@@ -65,6 +66,7 @@ from lm_eval.tasks import TaskManager
 from transformers import AutoTokenizer
 
 import biasmonkey.harness_ext.lm_eval.backends.hf_prefix as hf_prefix
+from biasmonkey.harness_ext.lm_eval.__main__ import freeze_before_evaluating
 from biasmonkey.tasks.fetch import DATA_DIR_ENV
 
 VARIANTS = ("shipped", "collector running", "request cache", "cache, commit per request")
@@ -200,8 +202,12 @@ def whole_runs(
         return phases
 
     def evaluate(cls: type, cache: str) -> None:
-        """One run, its start and end in `marks` ("run", "returned")."""
+        """One run, its start and end in `marks` ("run", "returned"); biasmonkey-hf's as its launcher
+        runs lm-eval (the collector leaves alone what exists when lm-eval starts evaluating)."""
         lm = cls(pretrained=model, tokenizer=tokenizer, batch_size=args.batch)
+        stock_evaluate = lm_eval.evaluator.evaluate
+        if cls is hf_prefix.PrefixReuseHFLM:
+            freeze_before_evaluating()
         inner = lm.loglikelihood
 
         def model_phase(requests: list[Any], *a: Any, **k: Any) -> Any:
@@ -212,9 +218,13 @@ def whole_runs(
 
         lm.loglikelihood = model_phase
         marks["run"] = time.perf_counter()
-        simple_evaluate(
-            model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR", metadata=metadata
-        )
+        try:
+            simple_evaluate(
+                model=lm, tasks=tasks, task_manager=manager, use_cache=cache, verbosity="ERROR", metadata=metadata
+            )
+        finally:
+            lm_eval.evaluator.evaluate = stock_evaluate
+            gc.unfreeze()
         marks["returned"] = time.perf_counter()
 
     best: dict[str, dict[str, float]] = {}

@@ -18,6 +18,9 @@ few-shot setting a task refuses is one line and exit status 2, before any
 weights load. A prompt longer than the model's context is an error from the backends
 (`backends/context.py`), one line too.
 
+Python's cyclic garbage collector leaves alone what exists when lm-eval starts evaluating
+(`freeze_before_evaluating`).
+
 A served model's failure (`ServerError`: the URL and what went wrong) is one line, not a traceback.
 Stopping keeps what finished (lm-eval's request cache commits each answer as it is stored): SIGINT
 and SIGTERM end the run with one line and exit status 130 / 143 instead of a traceback, and
@@ -27,6 +30,8 @@ it even when it is killed with SIGKILL (`parent_watch.die_with_parent`).
 
 import argparse
 import contextlib
+import functools
+import gc
 import logging
 import os
 import signal
@@ -89,6 +94,24 @@ def preflight(args: argparse.Namespace) -> None:
     index_only_what_runs(config.tasks or [])
 
 
+def freeze_before_evaluating() -> None:
+    """Python's cyclic garbage collector leaves alone what exists when lm-eval's `evaluate` starts:
+    the imports, the model, the tasks and their documents, all kept to the end of the run. lm-eval
+    then builds every request (some 30 objects each), enough to set off full collections that scan
+    everything in the process again: 0.2 s of a 3.3 s few-shot yes-no run on 2 cores (the tiny
+    model), where freezing after the imports alone saved under 0.07 s."""
+    import lm_eval.evaluator as evaluator
+
+    evaluate = evaluator.evaluate
+
+    @functools.wraps(evaluate)
+    def frozen_first(*args: Any, **kwargs: Any) -> Any:
+        gc.freeze()
+        return evaluate(*args, **kwargs)
+
+    evaluator.evaluate = frozen_first  # simple_evaluate calls it by this module-level name
+
+
 def main() -> None:
     die_with_parent()  # started by `biasmonkey run`: never outlive it, even after its SIGKILL
     if os.environ.get(QUIET_ENV):
@@ -100,6 +123,7 @@ def main() -> None:
         parser = HarnessCLI()
         args = parser.parse_args()
         preflight(args)
+        freeze_before_evaluating()
         parser.execute(args)
     # each message names what went wrong and the fix: no traceback
     except (ServerError, ContextTooLong, InvalidLogprobs) as err:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+import inspect
 import json
 import logging
 import os
@@ -188,6 +190,26 @@ def test_launcher_filter_drops_only_the_chat_template_advice() -> None:
     assert not drop.filter(record(advice))
     assert drop.filter(record("--limit SHOULD ONLY BE USED FOR TESTING."))
     assert drop.filter(record("option template='extended' … needs mode=sample"))
+
+
+def test_launcher_freezes_what_exists_when_lm_eval_starts_evaluating(monkeypatch: pytest.MonkeyPatch) -> None:
+    import lm_eval.evaluator as evaluator
+
+    from biasmonkey.harness_ext.lm_eval.__main__ import freeze_before_evaluating
+
+    # lm-eval's simple_evaluate reaches `evaluate` by the module-level name that the launcher wraps
+    assert "evaluate" in inspect.unwrap(evaluator.simple_evaluate).__code__.co_names
+    seen = []
+    monkeypatch.setattr(evaluator, "evaluate", lambda *a, **k: (seen.append((a, k, gc.get_freeze_count())), "r")[1])
+    before = gc.get_freeze_count()
+    try:
+        freeze_before_evaluating()
+        assert gc.get_freeze_count() == before  # nothing frozen until lm-eval evaluates
+        assert evaluator.evaluate(1, task_dict=2) == "r"
+        ((args, kwargs, frozen),) = seen
+        assert (args, kwargs) == ((1,), {"task_dict": 2}) and frozen > before
+    finally:
+        gc.unfreeze()
 
 
 def test_launcher_errors_still_surface(tiny_model: Path, data_dir: Path, tmp_path: Path) -> None:
