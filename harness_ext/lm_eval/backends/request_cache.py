@@ -11,23 +11,22 @@ records the caller's stack with every statement. For the few-shot yes-no suite's
 - `cache_answers` writes a batch (a forward's answers) as `add_partial` would, under the same keys
   (`hash_args`), so that CachingLM finds them on resume, in a few multi-row statements and one
   commit, waited for: the batch is on disk before the caller goes on.
-- `CacheFriendlyLM`, a base of the backends, leaves autocommit on while the model answers (each
-  answer that the stock code stores is committed as it comes) and turns it off when the call
-  returns: CachingLM's second writing of answers already stored then costs no commit of its own,
-  and its final commit stores them. It also turns off sqlitedict's stack records.
+- `CacheFriendlyLM`, a base of the backends, turns off sqlitedict's stack records and gives the
+  cache `RowsInMemory`.
 - `RowsInMemory`: every lookup of CachingLM (`key in cache`, then `cache[key]` for a hit) is one
   query through sqlitedict's worker thread, about 130 µs: 3.5 s before the few-shot call, 1.7 s
   more to read 13,200 hits on resume. `CacheFriendlyLM` gives the cache this class, which reads
   the table once (0.07 s for 13,200 rows) and answers lookups from memory; every write through it
-  updates that copy, and the second writing of a row already stored with the same bytes is skipped.
+  updates that copy, and the second writing of a row already stored with the same bytes is skipped:
+  after the call CachingLM's writing of every answer again sends nothing, and its final commit
+  finds nothing to store.
   Rows are never changed but by this process's writes (a key's answer is the same whoever writes
   it), so the copy cannot give an answer the table would not.
 """
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from lm_eval.api.model import hash_args
@@ -105,17 +104,6 @@ class RowsInMemory(SqliteDict):
         self._rows = None
 
 
-@contextlib.contextmanager
-def _answering(hook: Any) -> Iterator[None]:
-    """Autocommit on while a model answers; off once it has answered (see the module docstring)."""
-    store = getattr(hook, "dbdict", None)
-    if store is not None:
-        store.autocommit = True
-    yield
-    if store is not None:
-        store.autocommit = False
-
-
 class CacheFriendlyLM:
     """A base, before the lm-eval LM class, for a model under lm-eval's CachingLM (see the module
     docstring)."""
@@ -130,15 +118,3 @@ class CacheFriendlyLM:
         connection = getattr(store, "conn", None)
         if hasattr(connection, "_outer_stack"):  # the caller's stack, kept with every statement
             connection._outer_stack = False
-
-    def loglikelihood(self, requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        with _answering(self.cache_hook):
-            return super().loglikelihood(requests, *args, **kwargs)  # type: ignore[misc]
-
-    def loglikelihood_rolling(self, requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        with _answering(self.cache_hook):
-            return super().loglikelihood_rolling(requests, *args, **kwargs)  # type: ignore[misc]
-
-    def generate_until(self, requests: list[Any], *args: Any, **kwargs: Any) -> list[Any]:
-        with _answering(self.cache_hook):
-            return super().generate_until(requests, *args, **kwargs)  # type: ignore[misc]
