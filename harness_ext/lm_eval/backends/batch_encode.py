@@ -4,15 +4,16 @@ lm-eval's `TemplateLM.loglikelihood` encodes each request on its own (`_encode_p
 and the context with its continuation), one tokenizer call per string: about 3 s for the few-shot
 yes-no suite's 26,400 requests on 2 CPU cores, while a GPU waits. `BatchEncoding`, a base before
 `HFLM`, first records which strings lm-eval's own tokenisation will ask for and the arguments its
-`tok_encode` passes to the tokenizer (`_EncodeCall`), encodes them in batches of up to
-1,024, and then answers each `tok_encode` call from
-those encodings: the same tokens as one call at a time (tests/app/test_plan.py,
-tests/harness/test_hf_prefix.py). `biasmonkey plan` tokenises the same way.
+`tok_encode` passes to the tokenizer (`_EncodeCall`), encodes them in batches of up to 1,024,
+and then answers each `tok_encode` call from those encodings: the same tokens as one call at a
+time (tests/app/test_plan.py, tests/harness/test_hf_prefix.py). `biasmonkey plan` tokenises the
+same way.
 
 The tokenizers library spreads a batch over the cores only where TOKENIZERS_PARALLELISM allows,
 and lm-eval's command line turns it off (to keep forked processes safe). So the batches go to a
-pool of threads, one per core (the library lets go of Python's lock while it encodes): on 16
-cores about 10x faster than one batch after another.
+pool of threads, one per core (the library lets go of Python's lock while it encodes). With the
+prefix token read once per call, that took the few-shot yes-no suite's tokenising and call from
+3.7 s to 2.1 s on an H100 machine's 16 cores (the 1.7B model's call itself about 0.5 s).
 """
 
 from __future__ import annotations
