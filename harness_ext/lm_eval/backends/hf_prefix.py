@@ -398,9 +398,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             number = number_of_object.get(id(context))
             if number is None:
                 tokens = tuple(context)
-                number = number_of_object[id(context)] = numbers.setdefault(tokens, len(contexts))
-                if number == len(contexts):
+                number = numbers.get(tokens)
+                if number is None:
+                    number = numbers[tokens] = len(contexts)
                     contexts.append(tokens)
+                number_of_object[id(context)] = number
             groups[number, tuple(cont)].append(i)
 
         answers: list[Answer | None] = [None] * len(requests)
