@@ -74,12 +74,20 @@ VARIANTS = ("shipped", "collector running", "request cache", "cache, commit per 
 
 def renumbered(requests: Requests) -> tuple[Requests, int]:
     """The requests with their tokens numbered 0..V-1 in order of first use, and V; each keyed by
-    its token ids as text."""
+    its token ids as text. Requests that share a context list still do (as lm-eval's tokenising
+    with batch_encode.py gives them), so that grouping them costs what it costs in a run."""
     ids: dict[int, int] = {}
+    lists: dict[int, list[int]] = {}  # id of a bundle context -> its renumbered list
+
+    def context_of(context: list[int]) -> list[int]:
+        if id(context) not in lists:
+            lists[id(context)] = [ids.setdefault(t, len(ids)) for t in context]
+        return lists[id(context)]
+
     out = [
         (
             (" ".join(map(str, context)), " ".join(map(str, cont))),
-            [ids.setdefault(t, len(ids)) for t in context],
+            context_of(context),
             [ids.setdefault(t, len(ids)) for t in cont],
         )
         for _, context, cont in requests

@@ -107,17 +107,16 @@ from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
+from biasmonkey.harness_ext.lm_eval.backends.score_tally import Answer, Pair, Score, Tally
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 log = logging.getLogger(__name__)
 
 Tokens = tuple[int, ...]
 Request = tuple[Any, list[int], list[int]]  # ((context, continuation) or None, context tokens, continuation tokens)
-Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
-# (context, continuation): the context's number in the call (its tokens: `contexts[number]`) and the
-# continuation's tokens. Numbered once, a context's tokens (hundreds in a few-shot prompt) are not
-# hashed again each time a request is looked up.
-Pair = tuple[int, Tokens]
+# Pair (score_tally.py): (context, continuation) as the context's number in the call (its tokens:
+# `contexts[number]`) and the continuation's tokens. Numbered once, a context's tokens (hundreds in
+# a few-shot prompt) are not hashed again each time a request is looked up.
 Done = Callable[[list[tuple[Pair, Answer]]], None]  # called with each forward's answers once they are read
 
 # sdpa's kernels for the rows' masked attention: every one but cuDNN's (see `_inference`)
@@ -134,6 +133,14 @@ def cache_argument(model: torch.nn.Module) -> str:
     """The name under which the model's forward takes a cache: `cache` (transformers >= 5.24),
     else `past_key_values`."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _auto_flag(name: str, value: Any) -> bool | None:
+    """A model argument that is auto (None: decided by the device), true or false."""
+    try:
+        return None if str(value).strip().lower() == "auto" else as_flag(name, value)
+    except ValueError:
+        raise ValueError(f"model argument {name}={value!r}: use auto, true or false") from None
 
 
 def _flag(value: Any) -> bool:
@@ -168,6 +175,7 @@ class _Scores:
     values: torch.Tensor | None = None
     hits: torch.Tensor | None = None
     ready: torch.cuda.Event | None = None  # recorded after the copies (CUDA only)
+    tally: Tally | None = None  # the requests of its prefix tree (with sharing)
 
     def queue(self, values: torch.Tensor, hits: torch.Tensor) -> None:
         on_cuda = values.device.type == "cuda"
@@ -184,6 +192,10 @@ class _Scores:
                 self.ready.synchronize()
             results.update(zip(self.pairs, zip(self.values.tolist(), self.hits.tolist())))
         return self.pairs
+
+    def settle(self, done: Done) -> None:
+        """Read the scores (with sharing) and hand `done` the requests of `tally` they complete."""
+        done(self.tally.complete(self.read(self.tally.results)))
 
 
 Path = list[tuple[int, int]]  # an anchor's path: (kept spine by its first node, its nodes on the path), root first
@@ -273,10 +285,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             )
         self.prefix_sharing = _flag(prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
-        try:  # None: "auto"
-            self.pack_rows = None if str(pack_rows).strip().lower() == "auto" else as_flag("pack_rows", pack_rows)
-        except ValueError:
-            raise ValueError(f"model argument pack_rows={pack_rows!r}: use auto, true or false") from None
+        self.pack_rows = _auto_flag("pack_rows", pack_rows)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
@@ -422,7 +431,8 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 cached: list[tuple[Any, Answer]] = []
                 try:
                     for request, answer in batch:
-                        self._check_answer(requests[groups[request][0]], answer)
+                        if not math.isfinite(answer[0]):
+                            raise self._invalid(requests[groups[request][0]], answer)
                         for i in groups[request]:
                             answers[i] = answer
                             cached.append((requests[i][0], answer))
@@ -437,13 +447,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 raise RuntimeError("biasmonkey-hf: some requests were never answered")
         return answers  # type: ignore[return-value]
 
-    def _check_answer(self, request: Request, answer: Answer) -> None:
-        """A log-likelihood that is not finite (NaN or inf from a broken model, or float16 overflow) is an
-        error naming the request, raised before anything is cached."""
-        if math.isfinite(answer[0]):
-            return
+    def _invalid(self, request: Request, answer: Answer) -> InvalidLogprobs:
+        """The error for a log-likelihood that is not finite (NaN or inf from a broken model, or float16
+        overflow), naming the request: raised before anything of it is cached."""
         context, continuation = request[0]
-        raise InvalidLogprobs(
+        return InvalidLogprobs(
             f"biasmonkey-hf: the model {getattr(self, 'pretrained', '?')!r} gave the log-likelihood {answer[0]!r} for "
             f"{continuation!r} after …{context[-60:]!r}; its weights or dtype may be broken "
             "(e.g. float16 overflow: try --dtype float32 or bfloat16)"
@@ -541,11 +549,13 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self, contexts: list[Tokens], groups: dict[Pair, list[int]], override_bs: int | None, show: bool, done: Done
     ) -> None:
         """Every node of the requests' prefix tree once (see the module docstring); `done` gets
-        each request's answer after the pass that scores its last token."""
+        each request's answer after the pass that scores its last token. Before the first forward
+        only what it needs is done (the tree, the scored positions, the plan): which requests a
+        score completes (`Tally`) is worked out at the first read, and the counters at the end,
+        while the device runs."""
         trie = PromptTrie()
-        wanted: dict[Pair, list[tuple[int, int]]] = {}  # request -> (node, token) scored
+        wanted: dict[Pair, list[Score]] = {}  # request -> (node, token) scored
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
-        waiting: dict[tuple[int, int], list[Pair]] = defaultdict(list)  # (node, token) -> requests needing it
         context_ends = []
         paths_of: dict[Pair, list[int]] = {}  # a context's continuations share its path: inserted once
         for number, cont in groups:
@@ -554,18 +564,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 path = paths_of[number, cont[:-1]] = trie.insert(contexts[number] + cont[:-1])
             n = len(contexts[number])
             context_ends.append(path[n - 1])
-            wanted[number, cont] = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
-            for pair in wanted[number, cont]:
-                targets[pair[0]].add(pair[1])
-                waiting[pair].append((number, cont))
-        missing = {request: len(pairs) for request, pairs in wanted.items()}
-        in_context = bytearray(len(trie))
-        for node in context_ends:
-            in_context[node] = 1
-        for node in range(len(trie) - 1, -1, -1):  # a parent's id is below its children's
-            if in_context[node] and trie.parent[node] != ROOT:
-                in_context[trie.parent[node]] = 1
-        self.trie_tokens += sum(in_context)
+            wanted[number, cont] = scores = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
+            for node, token in scores:
+                targets[node].add(token)
+        del paths_of
+        tally = Tally(wanted)
 
         rows = plan_rows(trie, self.row_tokens)
         trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64))
@@ -578,28 +581,10 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             below[row.anchor].append(r)
         spines: dict[int, _Spine] = {}  # kept spines, by first node
         on_spine: dict[int, tuple[int, int]] = {}  # node of a kept spine -> (spine, its nodes up to this one)
-        cached = 0
-        results: dict[tuple[int, int], Answer] = {}
+        cached = ran = 0
         ready = list(below.pop(ROOT, []))
         pack = self._packs_rows()
         pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
-
-        def answered(scores: _Scores | None) -> None:
-            """Read a forward's scores (waiting for the device) and answer the requests now complete."""
-            if scores is None:
-                return
-            complete = []
-            for pair in scores.read(results):
-                for request in waiting.pop(pair):
-                    missing[request] -= 1
-                    if not missing[request]:
-                        pairs = wanted[request]
-                        complete.append(
-                            (request, (sum(results[p][0] for p in pairs), all(results[p][1] for p in pairs)))
-                        )
-            done(complete)
-
-        previous: _Scores | None = None
 
         def release(anchor: int) -> None:
             nonlocal cached
@@ -623,6 +608,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 anchor = spines[first].previous
             return out[::-1]
 
+        previous: _Scores | None = None
         while ready:
             ready.sort(key=lambda r: (-len(rows[r].nodes), -prefix[r]))  # widest first
             full = cached >= self.prefix_cache_tokens
@@ -635,14 +621,14 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             ready = [r for r in ready if r not in chosen]
             try:
                 kept, queued = self._run_rows(lanes, targets, trie_arrays, spines)
+                queued.tally = tally
             finally:  # the previous forward's scores are read while this one runs (or once it failed)
-                answered(previous)
+                if previous is not None:
+                    previous.settle(done)
             previous = queued
             for lane in lanes:
-                for row in lane.rows:
-                    pbar.update(len(row.nodes))
-                    self.computed_tokens += sum(in_context[n] for n in row.nodes)
-                    self.continuation_tokens += sum(1 - in_context[n] for n in row.nodes)
+                pbar.update(lane.size)
+                ran += lane.size
             for spine in kept:  # kept before the batch's anchors are released
                 spines[spine.nodes[0]] = spine
                 on_spine.update((node, (spine.nodes[0], i + 1)) for i, node in enumerate(spine.nodes))
@@ -657,12 +643,27 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             for lane in lanes:
                 for row in lane.rows:
                     release(row.anchor)
-        answered(previous)
         pbar.close()
-        if below or spines or waiting:
+        if below or spines or ran != len(trie):
             raise RuntimeError(
-                f"biasmonkey-hf: {len(below)} anchors never ran, {len(spines)} spines left, {len(waiting)} scores missing"
+                f"biasmonkey-hf: {len(below)} anchors never ran, {len(spines)} spines left, "
+                f"{ran} of {len(trie)} prefix-tree nodes run"
             )
+        # Counted while the last forward runs: every node ran once (checked above), as context or
+        # as continuation (a node on no context's path).
+        in_context = bytearray(len(trie))
+        for node in context_ends:
+            in_context[node] = 1
+        for node in range(len(trie) - 1, -1, -1):  # a parent's id is below its children's
+            if in_context[node] and trie.parent[node] != ROOT:
+                in_context[trie.parent[node]] = 1
+        context_nodes = sum(in_context)
+        self.trie_tokens += context_nodes
+        self.computed_tokens += context_nodes
+        self.continuation_tokens += len(trie) - context_nodes
+        previous.settle(done)
+        if tally.unanswered:
+            raise RuntimeError(f"biasmonkey-hf: {tally.unanswered} scores missing")
 
     @staticmethod
     def _fill_lanes(
