@@ -17,6 +17,11 @@ prompt. Per suite, `--rounds` interleaved rounds run four variants:
 - `cache, commit per request`: the same, each answer through lm-eval's `add_partial`, which
   commits and waits for the disk every time (as before request_cache.py).
 
+With `--baseline CHECKOUT` (another checkout of this repository, e.g. `git worktree add /tmp/base
+HEAD~3`) the same rounds also run that checkout's `biasmonkey-hf` (its hf_prefix.py and
+request_cache.py; every other module is this checkout's), `shipped` and `request cache`,
+interleaved with this one's: `baseline shipped`, `baseline request cache`.
+
 With `--lm-eval-tasks` it also runs those lm-eval tasks (options in `--lm-eval-metadata`) as whole
 lm-eval runs with lm-eval's request cache, `--rounds` times, interleaved over `--run-variants`:
 `shipped` (biasmonkey-hf), `cache as lm-eval leaves it` (biasmonkey-hf with a commit per answer
@@ -48,9 +53,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
+import importlib.util
 import json
 import os
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -161,6 +168,21 @@ def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str, fo
         "full_collections": clock.collections,
         "collector_s": clock.collector_s,
     }
+
+
+def baseline_class(checkout: Path) -> type[hf_prefix.PrefixReuseHFLM]:
+    """`PrefixReuseHFLM` as `checkout` has it: its hf_prefix.py (not registered with lm-eval) over
+    its request_cache.py's `cache_answers`."""
+    folder = checkout / "harness_ext" / "lm_eval" / "backends"
+    modules = {}
+    for name in ("request_cache", "hf_prefix"):
+        spec = importlib.util.spec_from_file_location(f"baseline_{name}", folder / f"{name}.py")
+        module = modules[name] = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # (dataclasses look their module up)
+        source = Path(spec.origin).read_text().replace('@register_model("biasmonkey-hf")\n', "")
+        exec(compile(source, spec.origin, "exec"), module.__dict__)
+    modules["hf_prefix"].cache_answers = modules["request_cache"].cache_answers
+    return modules["hf_prefix"].PrefixReuseHFLM
 
 
 def summary(calls: list[dict[str, float]]) -> dict[str, Any]:
@@ -287,6 +309,7 @@ def main() -> None:
     parser.add_argument("--shape", default="tiny", choices=list(SHAPES), help="the whole runs' model")
     parser.add_argument("--device", default="cpu", help="the whole runs' device")
     parser.add_argument("--dtype", default="float32", choices=["float32", "bfloat16"], help="the whole runs' dtype")
+    parser.add_argument("--baseline", type=Path, help="another checkout: its biasmonkey-hf, interleaved")
     parser.add_argument("--out", type=Path, default=Path("bench_out") / "host.json")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -302,14 +325,21 @@ def main() -> None:
             pack_rows=args.pack_rows,
         )
         lm._loglikelihood_tokens(requests, disable_tqdm=True)  # warm-up
-        calls: dict[str, list[dict[str, float]]] = {v: [] for v in VARIANTS}
+        variants = [(variant, lm, variant) for variant in VARIANTS]
+        if args.baseline:
+            base = baseline_class(args.baseline)(
+                pretrained=lm.model, tokenizer=tokenizer, batch_size=args.batch, pack_rows=args.pack_rows
+            )
+            base._loglikelihood_tokens(requests, disable_tqdm=True)
+            variants += [(f"baseline {variant}", base, variant) for variant in ("shipped", "request cache")]
+        calls: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in variants}
         with tempfile.TemporaryDirectory() as folder:
             for _ in range(args.rounds):
-                for variant in VARIANTS:
-                    calls[variant].append(one_call(lm, requests, variant, folder))
+                for name, model, variant in variants:
+                    calls[name].append(one_call(model, requests, variant, folder))
         report["suites"][suite] = entry = {"requests": len(requests), "tracked_objects": len(gc.get_objects())}
         entry.update({variant: summary(c) for variant, c in calls.items()})
-        for variant in VARIANTS:
+        for variant in calls:
             s = entry[variant]
             print(
                 f"{suite:16s} {variant:25s} call min {s['call_s']['min']:.3f} s, upfront {s['upfront_s']['min']:.3f} s, "

@@ -13,7 +13,12 @@ from lm_eval.api.model import LM, CacheHook, CachingLM, hash_args
 from sqlitedict import SqliteDict
 
 from biasmonkey.harness_ext.lm_eval.backends import request_cache
-from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, RowsInMemory, cache_answers
+from biasmonkey.harness_ext.lm_eval.backends.request_cache import (
+    CacheFriendlyLM,
+    RowsInMemory,
+    cache_answers,
+    request_keys,
+)
 
 
 class Recorder:
@@ -48,6 +53,16 @@ def test_rows_and_keys_as_lm_evals_hook_writes_them_in_one_commit(tmp_path: Path
     assert len(ours.dbdict) == 7 and ours.dbdict[hash_args("loglikelihood", ("context 0", " yes"))] == (0.0, True)
     ours.dbdict.close()
     theirs.dbdict.close()
+
+
+def test_request_keys_are_lm_evals_hash_args() -> None:
+    contexts = ["Q: Is it so?\nA:", 'Il a dit « oui » — "vraiment" \\ ok', "问题：是吗？\t", "", "emoji 🙂\u2028 end"]
+    continuations = [" Yes", " No", "", ' "quoted"', "\n"]
+    arguments: list[tuple] = [(c, k) for c in contexts for k in continuations]  # contexts shared across requests
+    arguments += [("a", " b", "c"), ("a", {"until": ["\n"], "max_gen_toks": 4}), (["not", "a string"], " x")]
+    for attr in ("loglikelihood", "generate_until"):
+        assert request_keys(attr, arguments) == [hash_args(attr, a) for a in arguments]
+    assert request_keys("loglikelihood", []) == []
 
 
 def test_without_a_cache_each_answer_goes_to_the_hooks_add_partial() -> None:

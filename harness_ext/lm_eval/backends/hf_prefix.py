@@ -91,6 +91,7 @@ import math
 from collections import defaultdict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -571,9 +572,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         tally = Tally(wanted)
 
         rows = plan_rows(trie, self.row_tokens)
-        trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64))
+        is_scored = np.zeros(len(trie), dtype=bool)
+        is_scored[list(targets)] = True
+        trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64), is_scored)
         # a lane packs several rows: its scored positions at most the densest row's share of row_tokens
-        densest = max(sum(node in targets for node in row.nodes) / len(row.nodes) for row in rows)
+        densest = max(np.count_nonzero(is_scored[row.nodes]) / len(row.nodes) for row in rows)
         batch_rows = self._rows_per_forward(override_bs, self.row_tokens, math.ceil(densest * self.row_tokens))
         prefix = [0 if row.anchor == ROOT else trie.depth[row.anchor] + 1 for row in rows]
         below: dict[int, list[int]] = defaultdict(list)  # anchor -> rows
@@ -718,12 +721,12 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self,
         lanes: list[_Lane],
         targets: dict[int, set[int]],
-        trie_arrays: tuple[np.ndarray, np.ndarray],
+        trie_arrays: tuple[np.ndarray, np.ndarray, np.ndarray],
         spines: dict[int, _Spine],
     ) -> tuple[list[_Spine], _Scores]:
         """One forward over `lanes`, each row over its anchor's cached path (`spines`), queued on
-        the device (`trie_arrays`: the trie's tokens and depths by node): returns the spines the
-        rows keep and the (node, token) scores, read later."""
+        the device (`trie_arrays`: the trie's tokens, depths and whether `targets` scores there, by
+        node): returns the spines the rows keep and the (node, token) scores, read later."""
         device, n = self.device, len(lanes)
         width, depth = max(lane.size for lane in lanes), max(lane.depth for lane in lanes)
         most_rows = max(len(lane.rows) for lane in lanes)
@@ -734,7 +737,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         sees = np.zeros((n, most_rows + 1, depth), dtype=bool)  # [lane, row in it, cached position]
         lane_nodes = []
         for b, lane in enumerate(lanes):
-            nodes = np.asarray([node for row in lane.rows for node in row.nodes])
+            nodes = np.fromiter(chain.from_iterable(row.nodes for row in lane.rows), dtype=np.int64, count=lane.size)
             lane_nodes.append(nodes)
             table[0, b, : lane.size] = trie_arrays[0][nodes]
             table[1, b, : lane.size] = trie_arrays[1][nodes]
@@ -764,9 +767,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
         keeps = any(row.spines for lane in lanes for row in lane.rows)
         cache = self._prefix_cache(lanes, depth, spines) if depth or keeps else None
-        scored = [[k for k, x in enumerate(nodes.tolist()) if x in targets] for nodes in lane_nodes]
-        kept_width = max(1, *map(len, scored))
-        keep = _to_device(np.asarray([s + [0] * (kept_width - len(s)) for s in scored], dtype=np.int64), device)
+        scored = [np.flatnonzero(trie_arrays[2][nodes]) for nodes in lane_nodes]  # positions in the lane
+        keep = np.zeros((n, max(1, *map(len, scored))), dtype=np.int64)
+        for b, s in enumerate(scored):
+            keep[b, : len(s)] = s
+        keep = _to_device(keep, device)
         if self._cache_argument is None:
             self._cache_argument = cache_argument(self.model)
         arguments: dict[str, Any] = {self._cache_argument: cache} if cache is not None else {}
@@ -783,8 +788,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
         where, pairs = [], []
         for b, (nodes, s) in enumerate(zip(lane_nodes, scored)):
-            for k, index in enumerate(s):
-                node = int(nodes[index])
+            for k, node in enumerate(nodes[s].tolist()):
                 for token in targets[node]:
                     where.append((b, k, token))
                     pairs.append((node, token))

@@ -10,7 +10,10 @@ records the caller's stack with every statement. For the few-shot yes-no suite's
 
 - `cache_answers` writes a batch (a forward's answers) as `add_partial` would, under the same keys
   (`hash_args`), so that CachingLM finds them on resume, in a few multi-row statements and one
-  commit, waited for: the batch is on disk before the caller goes on.
+  commit, waited for: the batch is on disk before the caller goes on. The keys come from
+  `request_keys`: a key is the SHA-256 of the request's arguments as JSON, and the requests of a
+  batch share their contexts (eight per context in the few-shot yes-no suite), so each distinct
+  context is hashed once and each request only adds its continuation (26,400 keys: 0.08 → 0.03 s).
 - `CacheFriendlyLM`, a base of the backends, turns off sqlitedict's stack records and gives the
   cache `RowsInMemory`.
 - `RowsInMemory`: every lookup of CachingLM (`key in cache`, then `cache[key]` for a hit) is one
@@ -26,7 +29,9 @@ records the caller's stack with every statement. For the few-shot yes-no suite's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from lm_eval.api.model import hash_args
@@ -45,7 +50,13 @@ def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> N
         for arguments, answer in entries:
             hook.add_partial(attr, arguments, answer)
         return
-    rows = {store.encode_key(hash_args(attr, arguments)): store.encode(answer) for arguments, answer in entries}
+    keys = request_keys(attr, [arguments for arguments, _ in entries])
+    encoded: dict[int, Any] = {}  # answer object -> its bytes (the requests of a group share it)
+    rows = {}
+    for key, (_, answer) in zip(keys, entries):
+        if id(answer) not in encoded:
+            encoded[id(answer)] = store.encode(answer)
+        rows[store.encode_key(key)] = encoded[id(answer)]
     if isinstance(store, RowsInMemory):
         store.remember(rows)
     items = list(rows.items())
@@ -57,6 +68,27 @@ def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> N
         )
     if items:
         store.commit()
+
+
+def request_keys(attr: str, arguments: Iterable[Sequence[Any]]) -> list[str]:
+    """lm-eval's `hash_args(attr, a)` for each `a` of `arguments`: the SHA-256 of
+    json.dumps([attr, *a]). For a pair of strings (context, continuation) the hash of its start,
+    up to the continuation, is computed once per distinct context and copied."""
+    started: dict[str, Any] = {}  # context -> the hash of '["attr", "context", '
+    head = f"[{json.dumps(attr)}, "
+    keys = []
+    for args in arguments:
+        if len(args) != 2 or type(args[0]) is not str or type(args[1]) is not str:
+            keys.append(hash_args(attr, args))
+            continue
+        context, continuation = args
+        start = started.get(context)
+        if start is None:
+            start = started[context] = hashlib.sha256(f"{head}{json.dumps(context)}, ".encode())
+        key = start.copy()
+        key.update(f"{json.dumps(continuation)}]".encode())
+        keys.append(key.hexdigest())
+    return keys
 
 
 class RowsInMemory(SqliteDict):
