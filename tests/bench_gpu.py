@@ -21,7 +21,10 @@ interleaved rounds of:
 - `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens` and
   `--pack-rows` (several planned rows in one batch row: fewer forwards);
 - the floor: one batched forward per distinct context, the LM head at the last position only
-  (bench_floor.py), at `--floor-batch` rows.
+  (bench_floor.py), at `--floor-batch` rows;
+- with `--baseline CHECKOUT` (another checkout of this repository), that checkout's
+  `biasmonkey-hf` (its hf_prefix.py and request_cache.py, the rest from this one) at each
+  `--batch`, the first `--row-tokens` and `--pack-rows`: `baseline_<batch>`.
 
 It prints and writes, per model and suite: those times and their ratios; the share of the compute
 limit (2 x non-embedding parameters x prefix-tree tokens at the device's measured bf16 matrix
@@ -48,6 +51,7 @@ from __future__ import annotations
 import argparse
 import functools
 import gzip
+import importlib.util
 import json
 import os
 import shutil
@@ -132,6 +136,21 @@ def load_bundle(bundle: Path) -> dict[str, Requests]:
 
 
 # ---------------------------------------------------------------------------- run (the GPU machine)
+
+
+def baseline_class(checkout: Path) -> type[PrefixReuseHFLM]:
+    """`PrefixReuseHFLM` as `checkout` has it: its hf_prefix.py (not registered with lm-eval) over
+    its request_cache.py's `cache_answers`."""
+    folder = checkout / "harness_ext" / "lm_eval" / "backends"
+    modules = {}
+    for name in ("request_cache", "hf_prefix"):
+        spec = importlib.util.spec_from_file_location(f"baseline_{name}", folder / f"{name}.py")
+        module = modules[name] = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module  # (dataclasses look their module up)
+        source = Path(spec.origin).read_text().replace('@register_model("biasmonkey-hf")\n', "")
+        exec(compile(source, spec.origin, "exec"), module.__dict__)
+    modules["hf_prefix"].cache_answers = modules["request_cache"].cache_answers
+    return modules["hf_prefix"].PrefixReuseHFLM
 
 
 def build_model(shape: str, dtype: torch.dtype, device: str, vocabulary: int = VOCABULARY) -> torch.nn.Module:
@@ -386,6 +405,12 @@ class Bench:
             for r in args.row_tokens
             for p in args.pack_rows
         }
+        if args.baseline:  # the other checkout's, at the first row_tokens and pack_rows
+            baseline = baseline_class(args.baseline)
+            for b in args.batch:
+                ours[f"baseline_{b}"] = baseline(
+                    batch_size=batch_argument(b), row_tokens=args.row_tokens[0], pack_rows=args.pack_rows[0], **common
+                )
         first_lm = next(iter(ours.values()))
         floor_lm = next(iter(stock.values()))
         entry: dict[str, Any] = {"non_embedding_parameters": parameters, "suites": {}}
@@ -419,7 +444,7 @@ class Bench:
                 for name, lm in {**stock, **ours}.items():
                     if name.startswith("stock_auto") and round_:
                         continue  # its detection dominates; once is enough
-                    if isinstance(lm, PrefixReuseHFLM):
+                    if hasattr(lm, "reset_counters"):  # (biasmonkey-hf, this checkout's or the baseline's)
                         lm.reset_counters()
                     t, out = timed(device, functools.partial(lm._loglikelihood_tokens, requests, True))
                     times.setdefault(name, []).append(t)
@@ -538,6 +563,7 @@ def main() -> None:
         action="store_true",
         help="one more call per suite under torch's profiler: device busy share, top kernels",
     )
+    parser.add_argument("--baseline", type=Path, help="another checkout: its biasmonkey-hf too, as baseline_<batch>")
     parser.add_argument("--engine", default="biasmonkey", choices=["biasmonkey", "stock"], help="`first`'s")
     parser.add_argument("--floor-batch", type=int, default=64)
     parser.add_argument("--float32-requests", type=int, default=2000)

@@ -53,11 +53,9 @@ from __future__ import annotations
 import argparse
 import contextlib
 import gc
-import importlib.util
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -65,7 +63,7 @@ from typing import Any
 
 import lm_eval.evaluator
 import torch
-from bench_gpu import GPU_SUITES, SHAPES, Requests, build_model, load_bundle
+from bench_gpu import GPU_SUITES, SHAPES, Requests, baseline_class, build_model, load_bundle
 from lm_eval import simple_evaluate
 from lm_eval.api.model import CacheHook, CachingLM, TemplateLM
 from lm_eval.models.huggingface import HFLM
@@ -168,21 +166,6 @@ def one_call(lm: hf_prefix.PrefixReuseHFLM, requests: Requests, variant: str, fo
         "full_collections": clock.collections,
         "collector_s": clock.collector_s,
     }
-
-
-def baseline_class(checkout: Path) -> type[hf_prefix.PrefixReuseHFLM]:
-    """`PrefixReuseHFLM` as `checkout` has it: its hf_prefix.py (not registered with lm-eval) over
-    its request_cache.py's `cache_answers`."""
-    folder = checkout / "harness_ext" / "lm_eval" / "backends"
-    modules = {}
-    for name in ("request_cache", "hf_prefix"):
-        spec = importlib.util.spec_from_file_location(f"baseline_{name}", folder / f"{name}.py")
-        module = modules[name] = importlib.util.module_from_spec(spec)
-        sys.modules[spec.name] = module  # (dataclasses look their module up)
-        source = Path(spec.origin).read_text().replace('@register_model("biasmonkey-hf")\n', "")
-        exec(compile(source, spec.origin, "exec"), module.__dict__)
-    modules["hf_prefix"].cache_answers = modules["request_cache"].cache_answers
-    return modules["hf_prefix"].PrefixReuseHFLM
 
 
 def summary(calls: list[dict[str, float]]) -> dict[str, Any]:
