@@ -377,6 +377,8 @@ def test_pack_rows_defaults_to_accelerators_only(tiny_lms) -> None:
     assert PrefixReuseHFLM(**common, pack_rows="yes")._packs_rows()
     with pytest.raises(ValueError, match="pack_rows='sometimes': use auto, true or false"):
         PrefixReuseHFLM(**common, pack_rows="sometimes")
+    with pytest.raises(ValueError, match="prefix_sharing='often': use true or false"):
+        PrefixReuseHFLM(**common, prefix_sharing="often")
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

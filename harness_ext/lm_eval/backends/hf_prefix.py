@@ -144,15 +144,6 @@ def _auto_flag(name: str, value: Any) -> bool | None:
         raise ValueError(f"model argument {name}={value!r}: use auto, true or false") from None
 
 
-def _flag(value: Any) -> bool:
-    """A boolean model argument (lm-eval may hand over the string)."""
-    if isinstance(value, str):
-        if value.strip().lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise ValueError(f"not a boolean: {value!r}")
-        return value.strip().lower() in ("true", "1", "yes")
-    return bool(value)
-
-
 @dataclass
 class _Spine:
     """Kept keys/values of a path of trie nodes, every layer's in one tensor ([layers, nodes, kv
@@ -284,7 +275,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             raise ValueError(
                 f"biasmonkey-hf: row_tokens={row_tokens} (>= 1), prefix_cache_tokens={prefix_cache_tokens} (>= 0)"
             )
-        self.prefix_sharing = _flag(prefix_sharing)
+        self.prefix_sharing = as_flag("prefix_sharing", prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
         self.pack_rows = _auto_flag("pack_rows", pack_rows)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
