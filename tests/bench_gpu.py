@@ -43,7 +43,10 @@ biasmonkey-hf or stock `hf` (batch 32; the first of `--shapes` and `--suites`). 
 it profiles the first and a later call instead and lists the host-side events (CUDA's runtime
 calls among them: kernel launches, which load a kernel's module at its first launch, and
 allocations) that took most, and their difference. Run it once per engine, each in its own
-process; `CUDA_MODULE_LOADING=EAGER` loads every kernel when the process starts instead.
+process; `CUDA_MODULE_LOADING=EAGER` loads every kernel when the process starts instead. With
+`--entry strings` each call is lm-eval's `loglikelihood` on the requests' text (decoded from the
+bundle's tokens), tokenising included, as a run calls the model right after making it and building
+its tasks: biasmonkey-hf's warm-up (`--warm-up`, warm_up.py) runs while the first call tokenises.
 """
 
 from __future__ import annotations
@@ -214,10 +217,10 @@ def breakdown(lm: PrefixReuseHFLM, requests: Requests, device: str) -> dict[str,
     return {"total": total, **spent, "host": total - spent["model"] - spent["cache"]}
 
 
-def device_waits(lm: PrefixReuseHFLM, requests: Requests, device: str) -> int | None:
+def device_waits(lm: PrefixReuseHFLM, requests: Requests, device: str) -> dict[str, Any] | None:
     """How often one call makes the host wait for the device (copies from pageable memory, item(),
-    synchronisations: CUDA's sync debug mode); None off CUDA. Each wait leaves the device idle
-    while the host prepares the next forward."""
+    synchronisations: CUDA's sync debug mode), and the Python lines that waited; None off CUDA.
+    Each wait leaves the device idle while the host prepares the next forward."""
     if torch.device(device).type != "cuda":
         return None
     import warnings
@@ -229,7 +232,12 @@ def device_waits(lm: PrefixReuseHFLM, requests: Requests, device: str) -> int | 
             lm._loglikelihood_tokens(requests, disable_tqdm=True)
         finally:
             torch.cuda.set_sync_debug_mode("default")
-    return sum("synchroniz" in str(w.message) for w in caught)
+    waits = [w for w in caught if "synchroniz" in str(w.message)]
+    sites: dict[str, int] = {}
+    for w in waits:
+        site = f"{Path(w.filename).name}:{w.lineno}"
+        sites[site] = sites.get(site, 0) + 1
+    return {"count": len(waits), "sites": sites}
 
 
 def kernel_profile(lm: PrefixReuseHFLM, requests: Requests, device: str, top: int = 12) -> dict[str, Any]:
@@ -283,16 +291,27 @@ def first_calls(args: argparse.Namespace) -> None:
     suite = (args.suites or ["yesno_few_shot"])[0]
     tokenizer = AutoTokenizer.from_pretrained(args.bundle / "tokenizer")
     requests = load_bundle(args.bundle)[suite]
+    if args.entry == "strings":  # the requests as lm-eval hands them to `loglikelihood`: text
+        from lm_eval.api.instance import Instance
+
+        text: dict[int, str] = {}  # a context list's text, decoded once
+        pairs = [(text.setdefault(id(c), tokenizer.decode(c)), tokenizer.decode(k)) for _, c, k in requests]
+        instances = [Instance("loglikelihood", {}, pair, i) for i, pair in enumerate(pairs)]
     model = build_model(shape, torch.bfloat16, device)
     synchronize(device)
     common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 32, "max_batch_size": 64}
-    lm = HFLM(**common) if args.engine == "stock" else PrefixReuseHFLM(**common)
-    call = functools.partial(lm._loglikelihood_tokens, requests, True)
+    lm = HFLM(**common) if args.engine == "stock" else PrefixReuseHFLM(**common, warm_up=args.warm_up)
+    if args.entry == "strings":
+        call = functools.partial(lm.loglikelihood, instances, disable_tqdm=True)
+    else:
+        call = functools.partial(lm._loglikelihood_tokens, requests, True)
     report: dict[str, Any] = {
         "device": torch.cuda.get_device_name(device) if device.startswith("cuda") else device,
         "engine": args.engine,
         "shape": shape,
         "suite": suite,
+        "entry": args.entry,
+        "warm_up": args.warm_up if args.engine == "biasmonkey" else None,
         "module_loading": os.environ.get("CUDA_MODULE_LOADING", "default (lazy)"),
     }
     if args.profile:
@@ -565,6 +584,14 @@ def main() -> None:
     )
     parser.add_argument("--baseline", type=Path, help="another checkout: its biasmonkey-hf too, as baseline_<batch>")
     parser.add_argument("--engine", default="biasmonkey", choices=["biasmonkey", "stock"], help="`first`'s")
+    parser.add_argument(
+        "--entry",
+        default="tokens",
+        choices=["tokens", "strings"],
+        help="`first`: call `_loglikelihood_tokens` on the bundle's tokens, or `loglikelihood` on their text "
+        "(tokenising included, as lm-eval calls it: biasmonkey-hf's warm-up runs meanwhile)",
+    )
+    parser.add_argument("--warm-up", default="auto", choices=["auto", "true", "false"], help="`first`: biasmonkey-hf's")
     parser.add_argument("--floor-batch", type=int, default=64)
     parser.add_argument("--float32-requests", type=int, default=2000)
     parser.add_argument("--budget", type=float, default=480.0, help="seconds; later steps are skipped beyond it")

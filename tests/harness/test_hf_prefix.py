@@ -393,6 +393,22 @@ def test_matches_stock_on_cuda(tiny_model: Path) -> None:
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
 
 
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs two CUDA devices")
+def test_scores_on_a_device_other_than_the_current_one(tiny_lms) -> None:
+    """On `cuda:1` while the current device is `cuda:0`: the scores are read after the copies off
+    `cuda:1` (an event recorded on the current device's stream would not wait for them)."""
+    tokenizer = tiny_lms[0].tokenizer
+    requests = tree_requests(1)
+    expected = PrefixReuseHFLM(
+        pretrained=tiny_llama(tokenizer, "cpu"), tokenizer=tokenizer, batch_size=4, row_tokens=16
+    )._loglikelihood_tokens(requests, disable_tqdm=True)
+    lm = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer, "cuda:1"), tokenizer=tokenizer, batch_size=4, row_tokens=16)
+    assert torch.cuda.current_device() == 0
+    answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    assert [g for _, g in answers] == [g for _, g in expected]
+    assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
+
+
 def tiny_llama(tokenizer: Any, device: str) -> Any:
     """A random two-layer Llama (sdpa): its forward has no check of its own that reads the device
     (GPT-2's looks for padding in the input ids when no mask is given)."""

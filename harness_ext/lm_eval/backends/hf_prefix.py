@@ -48,7 +48,12 @@ lm-eval's tokenisation of the requests reads encodings made in batches of distin
 
 Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
-multi-token continuations to the stock code), and `allow_truncation` (False; below).
+multi-token continuations to the stock code), `warm_up` and `allow_truncation` (False; below).
+
+`warm_up` (default "auto": on an accelerator, not on CPU) runs two forwards like a call's in a
+thread as soon as the model is made (warm_up.py), while lm-eval builds its tasks and tokenises, so
+that the first call does not pay for a process's first kernel launches; the call waits for it
+first. Its answers go nowhere and it leaves the counters at zero.
 
 Requests that do not fit the model's context (context + continuation[:-1] of a log-likelihood,
 a generation's context + `max_gen_toks`) are an error (`context.ContextTooLong`) before any
@@ -109,6 +114,7 @@ from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refus
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.harness_ext.lm_eval.backends.score_tally import Answer, Pair, Score, Tally
+from biasmonkey.harness_ext.lm_eval.backends.warm_up import WARM_UP_ROWS, Background, warm_up_requests
 from biasmonkey.metrics.top_logprobs import InvalidLogprobs
 
 log = logging.getLogger(__name__)
@@ -173,9 +179,9 @@ class _Scores:
         on_cuda = values.device.type == "cuda"
         self.values = values.to("cpu", non_blocking=on_cuda)
         self.hits = hits.to("cpu", non_blocking=on_cuda)
-        if on_cuda:
+        if on_cuda:  # on the stream of the scores' device: the current device may be another one
             self.ready = torch.cuda.Event()
-            self.ready.record()
+            self.ready.record(torch.cuda.current_stream(values.device))
 
     def read(self, results: dict[tuple[int, int], Answer]) -> list[tuple[int, int]]:
         """Store the scores into `results`; the pairs scored."""
@@ -266,8 +272,10 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         prefix_sharing: bool | str = True,
         allow_truncation: bool | str = False,
         pack_rows: bool | str = "auto",
+        warm_up: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
+        self._warm_up: Background | None = None
         super().__init__(*args, **kwargs)
         self.row_tokens = int(row_tokens)
         self.prefix_cache_tokens = int(prefix_cache_tokens)
@@ -282,8 +290,32 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
         self.reset_counters()
+        warm = _auto_flag("warm_up", warm_up)
+        if (self.device.type != "cpu" if warm is None else warm) and self._prefix_path_supported():
+            self._warm_up = Background(self._warm_up_forwards, "biasmonkey-hf warm-up")
+
+    def _warm_up_forwards(self) -> None:
+        """Forwards like a call's, answers dropped, counters left at zero (warm_up.py; in its thread)."""
+        share = self.prefix_sharing and self._supports_masks()
+        rows = WARM_UP_ROWS if self.batch_size == "auto" else min(WARM_UP_ROWS, int(self.batch_size))
+        vocabulary = getattr(self.model.config, "vocab_size", None) or self.vocab_size
+        contexts, groups = warm_up_requests(self.row_tokens, rows, vocabulary, share, self.max_length)
+        score = self._score_shared if share else self._score_contexts
+        try:
+            score(contexts, groups, None, False, lambda answers: None)
+        finally:
+            self._zero_counters()
 
     def reset_counters(self) -> None:
+        self.settle_warm_up()
+        self._zero_counters()
+
+    def settle_warm_up(self) -> None:
+        """Wait for the warm-up (`warm_up`) if it still runs: before the model is used or its counters read."""
+        if self._warm_up is not None:
+            self._warm_up.settle()
+
+    def _zero_counters(self) -> None:
         self.distinct_contexts = 0
         self.context_tokens = 0
         self.trie_tokens = 0
@@ -345,6 +377,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
     def generate_until(self, requests: list[Any], disable_tqdm: bool = False) -> list[str]:
         """lm-eval's generation, after checking that each distinct context leaves room for its
         `max_gen_toks` (the stock code cuts the context from the left otherwise)."""
+        self.settle_warm_up()
         by_room: dict[int, set[str]] = defaultdict(set)
         for request in requests:
             context, gen_kwargs = request.args[0], request.args[1]
@@ -369,6 +402,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         disable_tqdm: bool = False,
         override_bs: int | None = None,
     ) -> list[Answer]:
+        self.settle_warm_up()
         if self.backend == "causal":  # (seq2seq models take the context and continuation apart)
             self._check_context([len(c) + len(k) - 1 for key, c, k in requests if key is not None], "requests")
         if not self._prefix_path_supported():
