@@ -556,3 +556,26 @@ def test_smollm2_matches_stock_hf_on_every_suite(data_dir: Path) -> None:
         assert_same_runs(stock, prefix)
         assert lm.distinct_contexts == len(distinct_contexts(prefix))
         assert lm.computed_tokens == lm.trie_tokens < lm.context_tokens
+
+
+def test_a_model_split_across_devices_goes_to_the_stock_code(
+    tiny_model: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Weights on two devices (here CPU and `meta`, where accelerate leaves weights offloaded to disk;
+    on a GPU machine `parallelize=True` splits the layers across GPUs): the prefix-tree path keeps all
+    layers' keys and values on one device, so every request goes to the stock code, with a warning once."""
+    args = {"pretrained": str(tiny_model), "device": "cpu", "batch_size": 4, "dtype": "float32"}
+    stock_lm, lm = HFLM(**args), PrefixReuseHFLM(**args, row_tokens=16, warm_up="true")
+    assert lm._warm_up is not None  # one device when it was made
+    lm.settle_warm_up()
+    lm._devices = None
+    lm.model.register_buffer("offloaded", torch.empty(1, device="meta"), persistent=False)
+    requests = tree_requests(2)
+    with caplog.at_level(logging.WARNING):
+        answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
+        lm._loglikelihood_tokens(requests[:3], disable_tqdm=True)
+    assert answers == stock_lm._loglikelihood_tokens(requests, disable_tqdm=True)
+    assert lm.fallback_requests == len(requests) + 3 and lm.forward_passes == 0
+    assert caplog.text.count("biasmonkey-hf: the model is split across cpu, meta; prefix sharing needs it") == 1
+    split = PrefixReuseHFLM(pretrained=lm.model, tokenizer=lm.tokenizer, batch_size=4, warm_up="true")
+    assert split._warm_up is None

@@ -59,7 +59,13 @@ def test_warm_up_runs_forwards_like_a_call_s_in_its_own_thread(tiny, pack_rows: 
 
     handle = model.register_forward_pre_hook(record, with_kwargs=True)
     try:
-        common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 4, "row_tokens": 16, "pack_rows": pack_rows}
+        common = {
+            "pretrained": model,
+            "tokenizer": tokenizer,
+            "batch_size": 4,
+            "row_tokens": 16,
+            "pack_rows": pack_rows,
+        }
         lm = PrefixReuseHFLM(**common, warm_up="true")
         hook = Recorder()
         lm.set_cache_hook(hook)  # as CachingLM does while the warm-up may still run
@@ -106,7 +112,9 @@ def test_a_failed_warm_up_is_logged_and_the_call_goes_on(tiny, caplog: pytest.Lo
         lm = Failing(pretrained=model, tokenizer=tokenizer, batch_size=4, row_tokens=16, warm_up="true")
         answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
     assert len(answers) == len(requests()) and lm.forward_passes > 0
-    assert "biasmonkey-hf warm-up failed (RuntimeError: out of memory (as a test)); the first call goes on" in caplog.text
+    assert (
+        "biasmonkey-hf warm-up failed (RuntimeError: out of memory (as a test)); the first call goes on" in caplog.text
+    )
 
 
 @pytest.mark.parametrize(
@@ -116,7 +124,9 @@ def test_a_failed_warm_up_is_logged_and_the_call_goes_on(tiny, caplog: pytest.Lo
 def test_warm_up_requests_plan_a_kept_prefix_then_a_full_forward(row_tokens, rows, vocabulary, limit) -> None:
     contexts, groups = warm_up_requests(row_tokens, rows, vocabulary, True, limit)
     assert len(contexts) == min(rows, vocabulary) and len(set(contexts)) == len(contexts)
-    assert len(groups) == 2 * len(contexts) and sorted(i for ids in groups.values() for i in ids) == list(range(len(groups)))
+    assert len(groups) == 2 * len(contexts) and sorted(i for ids in groups.values() for i in ids) == list(
+        range(len(groups))
+    )
     assert all(len(contexts[n]) + len(cont) - 1 <= limit and max(contexts[n] + cont) < vocabulary for n, cont in groups)
     trie = PromptTrie()
     for number, cont in groups:

@@ -62,7 +62,8 @@ code, which cuts them from the left, and their count is logged (`truncation`, a 
 
 Requests this path does not cover go, unchanged, to the stock code (`HFLM._loglikelihood_tokens`):
 requests whose context + continuation do not fit the model's window (allowed truncation),
-rolling-window requests (`loglikelihood_rolling`), seq2seq models, and, on
+rolling-window requests (`loglikelihood_rolling`), seq2seq models, models split across devices
+(`parallelize=True`, a device map, offloaded weights: logged once), and, on
 models whose attention takes no custom mask (flash or flex attention, sliding-window or other
 non-standard cache layers), multi-token continuations (single-token ones then run one pass per
 distinct context, without sharing).
@@ -289,6 +290,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
+        self._devices: list[str] | None = None  # the devices of the model's weights (`_split_devices`)
         self.reset_counters()
         warm = _auto_flag("warm_up", warm_up)
         if (self.device.type != "cpu" if warm is None else warm) and self._prefix_path_supported():
@@ -330,9 +332,25 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
     # ------------------------------------------------------------------ what this path covers
 
     def _prefix_path_supported(self) -> bool:
-        """A causal model whose forward can restrict the LM head to chosen positions."""
+        """A causal model whose forward can restrict the LM head to chosen positions, on one device."""
         parameters = inspect.signature(self.model.forward).parameters
-        return self.backend == "causal" and "logits_to_keep" in parameters
+        return self.backend == "causal" and "logits_to_keep" in parameters and not self._split_devices()
+
+    def _split_devices(self) -> list[str]:
+        """The devices the model's weights are split across (`parallelize=True`, a device map, weights
+        offloaded to CPU or disk), if more than one, with a warning the first time: the prefix-tree
+        path keeps every layer's keys and values in one tensor on `self.device`, so such a model's
+        requests go to the stock code."""
+        if self._devices is None:
+            self._devices = sorted({str(p.device) for p in chain(self.model.parameters(), self.model.buffers())})
+            if len(self._devices) > 1:
+                log.warning(
+                    "biasmonkey-hf: the model is split across %s; prefix sharing needs it on one device, so "
+                    "lm-eval's stock hf code scores its requests (as fast as --model hf). To share prefixes, "
+                    "load it on one device (without parallelize=True or a device map).",
+                    ", ".join(self._devices),
+                )
+        return self._devices if len(self._devices) > 1 else []
 
     def _supports_masks(self) -> bool:
         """Whether rows can run over cached keys/values with a custom 4D mask."""
@@ -406,6 +424,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         if self.backend == "causal":  # (seq2seq models take the context and continuation apart)
             self._check_context([len(c) + len(k) - 1 for key, c, k in requests if key is not None], "requests")
         if not self._prefix_path_supported():
+            self.fallback_requests += len(requests)
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         with _collector_paused():  # (the call's objects are freed before the collector resumes)
             answers = self._answer_requests(requests, disable_tqdm, override_bs)

@@ -68,5 +68,10 @@ class Background:
         self._thread.join()
         self._thread = None
         if self._error is not None:
-            log.warning("%s failed (%s: %s); the first call goes on without it", self._name, type(self._error).__name__, self._error)
+            log.warning(
+                "%s failed (%s: %s); the first call goes on without it",
+                self._name,
+                type(self._error).__name__,
+                self._error,
+            )
             self._error = None
