@@ -3,6 +3,7 @@ thread started when the model is made, that change no answer, counter or cache."
 
 from __future__ import annotations
 
+import copy
 import logging
 import subprocess
 import sys
@@ -92,13 +93,23 @@ def test_warm_up_runs_forwards_like_a_call_s_in_its_own_thread(tiny, pack_rows: 
         handle.remove()
 
 
-def test_warm_up_is_for_accelerators_by_default(tiny) -> None:
+def test_warm_up_is_for_cuda_by_default(tiny) -> None:
     model, tokenizer = tiny
     common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 4}
     assert PrefixReuseHFLM(**common)._warm_up is None  # CPU: no kernels loaded at a first launch
     assert PrefixReuseHFLM(**common, warm_up="no")._warm_up is None
     with pytest.raises(ValueError, match="warm_up='sometimes': use auto, true or false"):
         PrefixReuseHFLM(**common, warm_up="sometimes")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")
+def test_warm_up_runs_by_default_on_cuda_and_changes_no_answer(tiny) -> None:
+    model, tokenizer = tiny
+    common = {"pretrained": copy.deepcopy(model).to("cuda"), "tokenizer": tokenizer, "batch_size": 4, "row_tokens": 16}
+    lm = PrefixReuseHFLM(**common)
+    assert lm._warm_up is not None
+    answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+    assert PrefixReuseHFLM(**common, warm_up="false")._loglikelihood_tokens(requests(), disable_tqdm=True) == answers
 
 
 def test_a_failed_warm_up_is_logged_and_the_call_goes_on(tiny, caplog: pytest.LogCaptureFixture) -> None:

@@ -50,10 +50,10 @@ Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`
 False runs each distinct context whole in one pass, scoring only its last position, and sends
 multi-token continuations to the stock code), `warm_up` and `allow_truncation` (False; below).
 
-`warm_up` (default "auto": on an accelerator, not on CPU) runs two forwards like a call's in a
-thread as soon as the model is made (warm_up.py), while lm-eval builds its tasks and tokenises, so
-that the first call does not pay for a process's first kernel launches; the call waits for it
-first. Its answers go nowhere and it leaves the counters at zero.
+`warm_up` (default "auto": on CUDA, where a process loads each kernel at its first launch) runs
+two forwards like a call's in a thread as soon as the model is made (warm_up.py), while lm-eval
+builds its tasks and tokenises, so that the first call does not pay for those first launches; the
+call waits for it first. Its answers go nowhere and it leaves the counters at zero.
 
 Requests that do not fit the model's context (context + continuation[:-1] of a log-likelihood,
 a generation's context + `max_gen_toks`) are an error (`context.ContextTooLong`) before any
@@ -293,7 +293,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self._devices: list[str] | None = None  # the devices of the model's weights (`_split_devices`)
         self.reset_counters()
         warm = _auto_flag("warm_up", warm_up)
-        if (self.device.type != "cpu" if warm is None else warm) and self._prefix_path_supported():
+        if (self.device.type == "cuda" if warm is None else warm) and self._prefix_path_supported():
             self._warm_up = Background(self._warm_up_forwards, "biasmonkey-hf warm-up")
 
     def _warm_up_forwards(self) -> None:
