@@ -93,6 +93,22 @@ def test_warm_up_runs_forwards_like_a_call_s_in_its_own_thread(tiny, pack_rows: 
         handle.remove()
 
 
+def test_warm_up_without_prefix_sharing_runs_whole_contexts(tiny) -> None:
+    model, tokenizer = tiny
+    shapes: list[tuple[int, ...]] = []
+    handle = model.register_forward_pre_hook(
+        lambda m, a, k: shapes.append(tuple(k["input_ids"].shape)), with_kwargs=True
+    )
+    try:
+        lm = PrefixReuseHFLM(
+            pretrained=model, tokenizer=tokenizer, batch_size=4, row_tokens=16, prefix_sharing=False, warm_up="true"
+        )
+        lm.settle_warm_up()
+    finally:
+        handle.remove()
+    assert shapes == [(4, 16)] and lm.forward_passes == 0  # 4 contexts of 8 + 8 tokens, one pass
+
+
 def test_warm_up_is_for_cuda_by_default(tiny) -> None:
     model, tokenizer = tiny
     common = {"pretrained": model, "tokenizer": tokenizer, "batch_size": 4}
