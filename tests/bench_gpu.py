@@ -23,7 +23,7 @@ interleaved rounds of:
 - the floor: one batched forward per distinct context, the LM head at the last position only
   (bench_floor.py), at `--floor-batch` rows;
 - with `--baseline CHECKOUT` (another checkout of this repository), that checkout's
-  `biasmonkey-hf` (its hf_prefix.py and request_cache.py, the rest from this one) at each
+  `biasmonkey-hf` (its hf_prefix.py, request_cache.py and score_tally.py, the rest from this one) at each
   `--batch`, the first `--row-tokens` and `--pack-rows`: `baseline_<batch>`.
 
 It prints and writes, per model and suite: those times and their ratios; the share of the compute
@@ -143,16 +143,20 @@ def load_bundle(bundle: Path) -> dict[str, Requests]:
 
 def baseline_class(checkout: Path) -> type[PrefixReuseHFLM]:
     """`PrefixReuseHFLM` as `checkout` has it: its hf_prefix.py (not registered with lm-eval) over
-    its request_cache.py's `cache_answers`."""
+    its request_cache.py's `cache_answers` and its score_tally.py's `Tally` (where it has one)."""
     folder = checkout / "harness_ext" / "lm_eval" / "backends"
     modules = {}
-    for name in ("request_cache", "hf_prefix"):
+    for name in ("request_cache", "score_tally", "hf_prefix"):
+        if not (folder / f"{name}.py").exists():
+            continue
         spec = importlib.util.spec_from_file_location(f"baseline_{name}", folder / f"{name}.py")
         module = modules[name] = importlib.util.module_from_spec(spec)
         sys.modules[spec.name] = module  # (dataclasses look their module up)
         source = Path(spec.origin).read_text().replace('@register_model("biasmonkey-hf")\n', "")
         exec(compile(source, spec.origin, "exec"), module.__dict__)
     modules["hf_prefix"].cache_answers = modules["request_cache"].cache_answers
+    if "score_tally" in modules:
+        modules["hf_prefix"].Tally = modules["score_tally"].Tally
     return modules["hf_prefix"].PrefixReuseHFLM
 
 

@@ -19,7 +19,7 @@ def read(tally: Tally, scores: dict[tuple[int, int], tuple[float, bool]]) -> lis
 
 
 def test_one_token_requests_complete_with_their_score() -> None:
-    tally = Tally(WANTED)
+    tally = Tally(lambda: WANTED)
     assert tally.unanswered == 5  # every distinct score, before any is read
     done = read(tally, {(3, 5): (-0.5, True), (3, 6): (-2.0, False)})
     assert sorted(done) == [((0, (5,)), (-0.5, True)), ((0, (6,)), (-2.0, False)), ((1, (5,)), (-0.5, True))]
@@ -27,7 +27,7 @@ def test_one_token_requests_complete_with_their_score() -> None:
 
 
 def test_a_longer_continuation_completes_once_its_last_score_is_read() -> None:
-    tally = Tally(WANTED)
+    tally = Tally(lambda: WANTED)
     assert read(tally, {(4, 7): (-0.25, True)}) == []
     assert read(tally, {(9, 8): (-1.0, True), (3, 5): (-0.5, True)}) == [
         ((0, (5,)), (-0.5, True)),
@@ -40,5 +40,5 @@ def test_a_longer_continuation_completes_once_its_last_score_is_read() -> None:
 
 
 def test_a_longer_continuation_all_greedy() -> None:
-    tally = Tally({(0, (1, 2)): [(0, 1), (1, 2)]})
+    tally = Tally(lambda: {(0, (1, 2)): [(0, 1), (1, 2)]})
     assert read(tally, {(1, 2): (-0.5, True), (0, 1): (-0.75, True)}) == [((0, (1, 2)), (-1.25, True))]

@@ -599,20 +599,23 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         score completes (`Tally`) is worked out at the first read, and the counters at the end,
         while the device runs."""
         trie = PromptTrie()
-        wanted: dict[Pair, list[Score]] = {}  # request -> (node, token) scored
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
-        context_ends = []
         paths_of: dict[Pair, list[int]] = {}  # a context's continuations share its path: inserted once
         for number, cont in groups:
             path = paths_of.get((number, cont[:-1]))
             if path is None:
                 path = paths_of[number, cont[:-1]] = trie.insert(contexts[number] + cont[:-1])
-            n = len(contexts[number])
-            context_ends.append(path[n - 1])
-            wanted[number, cont] = scores = [(path[n - 1 + j], token) for j, token in enumerate(cont)]
-            for node, token in scores:
-                targets[node].add(token)
-        del paths_of
+            last = len(contexts[number]) - 1
+            for j, token in enumerate(cont):
+                targets[path[last + j]].add(token)
+
+        def wanted() -> dict[Pair, list[Score]]:  # request -> (node, token) scored: at the first read
+            out = {}
+            for number, cont in groups:
+                path, last = paths_of[number, cont[:-1]], len(contexts[number]) - 1
+                out[number, cont] = [(path[last + j], token) for j, token in enumerate(cont)]
+            return out
+
         tally = Tally(wanted)
 
         rows = plan_rows(trie, self.row_tokens)
@@ -699,8 +702,8 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         # Counted while the last forward runs: every node ran once (checked above), as context or
         # as continuation (a node on no context's path).
         in_context = bytearray(len(trie))
-        for node in context_ends:
-            in_context[node] = 1
+        for (number, _), path in paths_of.items():
+            in_context[path[len(contexts[number]) - 1]] = 1
         for node in range(len(trie) - 1, -1, -1):  # a parent's id is below its children's
             if in_context[node] and trie.parent[node] != ROOT:
                 in_context[trie.parent[node]] = 1

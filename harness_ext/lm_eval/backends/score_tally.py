@@ -8,7 +8,7 @@ all of its scores are read, with their sum and whether every token was the greed
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 Pair = tuple[int, tuple[int, ...]]  # (context's number in the call, continuation tokens)
 Score = tuple[int, int]  # (trie node, token)
@@ -16,20 +16,22 @@ Answer = tuple[float, bool]  # (sum of log-probabilities, every token greedy)
 
 
 class Tally:
-    """The requests of one prefix tree, the scores each needs (`wanted`) and those read so far.
+    """The requests of one prefix tree, the scores each needs (`wanted()`) and those read so far.
 
-    The index from a score to the requests waiting for it is built at the first `complete`: once
-    the tree's first forward is queued, so that on a GPU the host builds it while the device works
-    instead of before the device has anything to do."""
+    What each request needs, and the index from a score to the requests waiting for it, are
+    worked out at the first `complete`: once the tree's first forwards are queued, so that on a
+    GPU the host does it while the device works instead of before the device has anything to do."""
 
-    def __init__(self, wanted: dict[Pair, list[Score]]) -> None:
-        self.wanted = wanted
+    def __init__(self, wanted: Callable[[], dict[Pair, list[Score]]]) -> None:
+        self._wanted = wanted
+        self.wanted: dict[Pair, list[Score]] = {}
         self.results: dict[Score, Answer] = {}
         self._waiting: dict[Score, list[Pair]] | None = None
         self._missing: dict[Pair, int] = {}
 
     def _index(self) -> dict[Score, list[Pair]]:
         if self._waiting is None:
+            self.wanted = self._wanted()
             self._waiting = defaultdict(list)
             for request, scores in self.wanted.items():
                 for score in scores:
