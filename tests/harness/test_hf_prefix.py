@@ -28,7 +28,7 @@ from lm_eval.tasks import TaskManager
 
 from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import DEFAULT_ROW_TOKENS, PrefixReuseHFLM, cache_argument
-from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, plan_rows, trie_token_count
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, RowPlanner, plan_rows, trie_token_count
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import family_of
 
@@ -508,6 +508,36 @@ def test_rows_cover_the_tree_once_with_valid_masks(row_tokens: int) -> None:
             for spine in row.spines:
                 done |= {row.nodes[i] for i in spine}
             pending.remove(row)
+
+
+@pytest.mark.parametrize("row_tokens", [1, 3, 8, 64])
+def test_rows_planned_when_their_anchor_is_kept_are_the_same_rows(row_tokens: int) -> None:
+    """`RowPlanner.take` plans an anchor's rows when an executor asks for them (its spine kept):
+    the same rows as planning all at once, per anchor in the same order."""
+    trie = PromptTrie()
+    for _, context, cont in tree_requests(4):
+        trie.insert(context + cont[:-1])
+
+    def per_anchor(rows: list) -> dict[int, list]:
+        out: dict[int, list] = {}
+        for row in rows:
+            out.setdefault(row.anchor, []).append((row.nodes, row.ends, row.spines))
+        return out
+
+    planner = RowPlanner(trie, row_tokens)
+    taken, ready = [], planner.take(ROOT)
+    while ready:
+        row = planner.rows[ready.pop(0)]
+        taken.append(row)
+        for spine in row.spines:
+            for i in spine:
+                ready += planner.take(row.nodes[i])
+    assert planner.left == 0 and planner.take(ROOT) == [] and len(taken) == len(planner.rows)
+    assert per_anchor(taken) == per_anchor(plan_rows(trie, row_tokens))
+    eager = RowPlanner(trie, row_tokens)
+    assert per_anchor(eager.plan_all()) == per_anchor(taken) and eager.left > 0
+    first = eager.take(ROOT)
+    assert [eager.rows[r].anchor for r in first] == [ROOT] * len(first) and eager.take(ROOT) == []
 
 
 def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:

@@ -112,7 +112,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
-from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, plan_rows, trie_token_count
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, RowPlanner, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.harness_ext.lm_eval.backends.score_tally import Answer, Pair, Score, Tally
 from biasmonkey.harness_ext.lm_eval.backends.warm_up import WARM_UP_ROWS, Background, warm_up_requests
@@ -512,14 +512,14 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             f"tokens, {self.fallback_requests} requests to the stock code"
         )
 
-    def _rows_per_forward(self, override_bs: int | None, width: int, scored: int) -> int:
-        """`batch_size`; for "auto" (and "auto:N") the rows of `width` positions, `scored` of them
+    def _rows_per_forward(self, override_bs: int | None, width: int, scored: Callable[[], int]) -> int:
+        """`batch_size`; for "auto" (and "auto:N") the rows of `width` positions, `scored()` of them
         scored, that fit in memory (auto_batch.py: an estimate from the model's shape, no probe)."""
         if self.batch_size != "auto":
             return int(self.batch_size)
         if override_bs:
             return override_bs
-        rows = auto_rows(self.model.config, self.model.dtype, self.device, width, scored, self.max_batch_size)
+        rows = auto_rows(self.model.config, self.model.dtype, self.device, width, scored(), self.max_batch_size)
         log.info("biasmonkey-hf: batch_size=auto: %d rows of %d positions per forward", rows, width)
         return rows
 
@@ -559,7 +559,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             by_context[number].append(cont)
         order = sorted(by_context, key=lambda n: (-len(contexts[n]), contexts[n]))  # longest first, as lm-eval
         self.trie_tokens += trie_token_count(contexts[n] for n in order)
-        batch_size = self._rows_per_forward(override_bs, len(contexts[order[0]]), 1)
+        batch_size = self._rows_per_forward(override_bs, len(contexts[order[0]]), lambda: 1)
         previous: tuple[list[tuple[int, Pair]], _Scores] | None = None
 
         def answered(batch: tuple[list[tuple[int, Pair]], _Scores] | None) -> None:
@@ -618,21 +618,27 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
         tally = Tally(wanted)
 
-        rows = plan_rows(trie, self.row_tokens)
+        planner = RowPlanner(trie, self.row_tokens)  # rows below a kept spine: planned once it is queued
+        rows = planner.rows
         is_scored = np.zeros(len(trie), dtype=bool)
         is_scored[list(targets)] = True
         trie_arrays = (np.asarray(trie.token, dtype=np.int64), np.asarray(trie.depth, dtype=np.int64), is_scored)
-        # a lane packs several rows: its scored positions at most the densest row's share of row_tokens
-        densest = max(np.count_nonzero(is_scored[row.nodes]) / len(row.nodes) for row in rows)
-        batch_rows = self._rows_per_forward(override_bs, self.row_tokens, math.ceil(densest * self.row_tokens))
-        prefix = [0 if row.anchor == ROOT else trie.depth[row.anchor] + 1 for row in rows]
-        below: dict[int, list[int]] = defaultdict(list)  # anchor -> rows
-        for r, row in enumerate(rows):
-            below[row.anchor].append(r)
+
+        def scored_per_row() -> int:  # (batch_size=auto only: every row planned first)
+            # a lane packs several rows: its scored positions at most the densest row's share of row_tokens
+            densest = max(np.count_nonzero(is_scored[row.nodes]) / len(row.nodes) for row in planner.plan_all())
+            return math.ceil(densest * self.row_tokens)
+
+        batch_rows = self._rows_per_forward(override_bs, self.row_tokens, scored_per_row)
+        depth = trie.depth
+
+        def prefix(r: int) -> int:  # cached positions below row r
+            return 0 if rows[r].anchor == ROOT else depth[rows[r].anchor] + 1
+
         spines: dict[int, _Spine] = {}  # kept spines, by first node
         on_spine: dict[int, tuple[int, int]] = {}  # node of a kept spine -> (spine, its nodes up to this one)
         cached = ran = 0
-        ready = list(below.pop(ROOT, []))
+        ready = planner.take(ROOT)
         pack = self._packs_rows()
         pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
 
@@ -660,11 +666,11 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
         previous: _Scores | None = None
         while ready:
-            ready.sort(key=lambda r: (-len(rows[r].nodes), -prefix[r]))  # widest first
+            ready.sort(key=lambda r: (-len(rows[r].nodes), -prefix(r)))  # widest first
             full = cached >= self.prefix_cache_tokens
             candidates = [r for r in ready if not rows[r].spines] if full else ready
             if not candidates:  # every ready row keeps a spine: go deepest first
-                candidates = [max(ready, key=lambda r: prefix[r])]
+                candidates = [max(ready, key=prefix)]
             lanes, chosen = self._fill_lanes(
                 candidates, rows, path, batch_rows, self.prefix_cache_tokens - cached, self.row_tokens, pack
             )
@@ -686,7 +692,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                     spines[on_spine[spine.previous][0]].pending += 1
                 cached += len(spine.nodes)
                 for node in spine.nodes:
-                    opened = below.pop(node, [])
+                    opened = planner.take(node)
                     spine.pending += len(opened)
                     ready += opened
             self.peak_cached_tokens = max(self.peak_cached_tokens, cached)
@@ -694,9 +700,9 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 for row in lane.rows:
                     release(row.anchor)
         pbar.close()
-        if below or spines or ran != len(trie):
+        if planner.left or spines or ran != len(trie):
             raise RuntimeError(
-                f"biasmonkey-hf: {len(below)} anchors never ran, {len(spines)} spines left, "
+                f"biasmonkey-hf: {planner.left} anchors never ran, {len(spines)} spines left, "
                 f"{ran} of {len(trie)} prefix-tree nodes run"
             )
         # Counted while the last forward runs: every node ran once (checked above), as context or

@@ -183,17 +183,52 @@ def _pack(items: list[_Item], anchor: int, row_tokens: int) -> list[Row]:
     return rows
 
 
+class RowPlanner:
+    """The rows of `trie`, planned anchor by anchor when asked (`take`): an executor plans the rows
+    below a kept spine once the forward that computes it is queued, not all before the first."""
+
+    def __init__(self, trie: PromptTrie, row_tokens: int) -> None:
+        if row_tokens < 1:
+            raise ValueError(f"row_tokens must be positive, not {row_tokens}")
+        self.trie, self.row_tokens = trie, row_tokens
+        self.rows: list[Row] = []
+        self._size = trie.sizes()
+        self._open: dict[int, list[int]] = {ROOT: trie.kids(ROOT)}  # anchor -> its children left for rows
+        self._planned: dict[int, list[int]] = {}  # anchor -> its rows (indices into `rows`), not yet taken
+
+    def _plan(self, anchor: int) -> list[int]:
+        """Rows for `anchor`'s open children; the anchors they open (nodes of their kept spines)."""
+        items, opened = _items(self.trie, self._size, self._open.pop(anchor), self.row_tokens)
+        self.rows += _pack(items, anchor, self.row_tokens)
+        self._open.update(opened)
+        return list(opened)
+
+    def take(self, anchor: int) -> list[int]:
+        """The rows over `anchor`'s cached path (none if it anchors none), each returned once."""
+        if anchor in self._planned:
+            return self._planned.pop(anchor)
+        if anchor not in self._open:
+            return []
+        start = len(self.rows)
+        self._plan(anchor)
+        return list(range(start, len(self.rows)))
+
+    def plan_all(self) -> list[Row]:
+        """Every row, anchors depth-first, in the order `plan_rows` gives them (each still to `take`)."""
+        work = list(reversed(self._open))
+        while work:
+            anchor, start = work.pop(), len(self.rows)
+            work += reversed(self._plan(anchor))
+            self._planned[anchor] = list(range(start, len(self.rows)))
+        return self.rows
+
+    @property
+    def left(self) -> int:
+        """Anchors whose rows were never taken."""
+        return len(self._open) + len(self._planned)
+
+
 def plan_rows(trie: PromptTrie, row_tokens: int) -> list[Row]:
     """Every node of `trie` in exactly one row. A row's anchor is ROOT or a node of a kept spine
     of another row (which the executor runs first)."""
-    if row_tokens < 1:
-        raise ValueError(f"row_tokens must be positive, not {row_tokens}")
-    size = trie.sizes()
-    rows: list[Row] = []
-    work = [(ROOT, trie.kids(ROOT))]
-    while work:
-        anchor, kids = work.pop()
-        items, opened = _items(trie, size, kids, row_tokens)
-        rows += _pack(items, anchor, row_tokens)
-        work += reversed(opened.items())
-    return rows
+    return RowPlanner(trie, row_tokens).plan_all()
