@@ -95,7 +95,7 @@ import inspect
 import logging
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import chain
 from typing import Any
@@ -406,12 +406,6 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 self._check_context([len(self.tok_encode(c)) for c in contexts], "generation prompts", room)
         return super().generate_until(requests, disable_tqdm=disable_tqdm)
 
-    @staticmethod
-    def _fits(context: Sequence[int], continuation: Sequence[int], limit: int) -> bool:
-        """The model sees context + continuation[:-1] whole within `limit` tokens (stock lm-eval
-        truncates beyond this)."""
-        return bool(context) and bool(continuation) and len(context) + len(continuation) - 1 <= limit
-
     # ------------------------------------------------------------------ requests
 
     def _loglikelihood_tokens(
@@ -446,7 +440,14 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         # first (the requests keep the lists alive, so no identity is reused during the call)
         number_of_object: dict[int, int] = {}
         for i, (key, context, cont) in enumerate(requests):
-            if key is None or not self._fits(context, cont, limit) or (len(cont) > 1 and not share):
+            # (the model must see context + continuation[:-1] whole within `limit`: stock truncates beyond)
+            if (
+                key is None
+                or not context
+                or not cont
+                or len(context) + len(cont) > limit + 1
+                or (len(cont) > 1 and not share)
+            ):
                 fallback.append(i)
                 continue
             number = number_of_object.get(id(context))
