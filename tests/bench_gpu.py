@@ -33,7 +33,8 @@ around them; from one extra call with the device synchronised around each part),
 host's time the device's work did not hide (the fastest plain call less model and cache), how
 often a call makes the host wait for the device (CUDA's sync debug mode) and, with `--profile`,
 the share of a call's time the device spent in kernels and the kernels that took most; the same for
-the first call on a fresh model, against the fastest later one; and the largest |difference| in log-likelihood
+the first call on a fresh model (made just before: it waits for biasmonkey-hf's warm-up, which
+`first --entry strings` overlaps with tokenising), against the fastest later one; and the largest |difference| in log-likelihood
 between stock and biasmonkey-hf beside stock's own across its batch sizes (bfloat16), and in
 float32 on the first `--float32-requests` requests of each suite (first shape only).
 

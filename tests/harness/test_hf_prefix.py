@@ -28,7 +28,13 @@ from lm_eval.tasks import TaskManager
 
 from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import DEFAULT_ROW_TOKENS, PrefixReuseHFLM, cache_argument
-from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, RowPlanner, plan_rows, trie_token_count
+from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import (
+    ROOT,
+    PromptTrie,
+    RowPlanner,
+    plan_rows,
+    trie_token_count,
+)
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.families import family_of
 

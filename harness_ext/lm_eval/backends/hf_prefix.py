@@ -596,9 +596,10 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
     ) -> None:
         """Every node of the requests' prefix tree once (see the module docstring); `done` gets
         each request's answer after the pass that scores its last token. Before the first forward
-        only what it needs is done (the tree, the scored positions, the plan): which requests a
-        score completes (`Tally`) is worked out at the first read, and the counters at the end,
-        while the device runs."""
+        only what it needs is done (the tree, the scored positions, the root's rows); while the
+        device runs, the rows below a kept spine are planned once its forward is queued
+        (`RowPlanner`), what each request needs and which requests a score completes at the first
+        read (`Tally`), and the counters at the end."""
         trie = PromptTrie()
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
         paths_of: dict[Pair, list[int]] = {}  # a context's continuations share its path: inserted once
