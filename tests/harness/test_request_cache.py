@@ -169,3 +169,25 @@ def test_the_copy_follows_every_write_and_is_read_again_after_a_bulk_one(tmp_pat
     store.clear()
     assert "u" not in store and len(store) == 0
     store.close()
+
+
+def test_without_a_cache_lm_eval_s_own_hook_is_not_called() -> None:
+    """lm-eval's `CacheHook(None).add_partial` does nothing: the answers are not even read (26,400
+    calls of it a few-shot call); one set on the hook, or a hook of another kind, is still called."""
+
+    class Unread(list):
+        def __iter__(self):
+            raise AssertionError("the answers were read")
+
+    cache_answers(CacheHook(None), "loglikelihood", Unread([(("a", "b"), (-1.0, True))]))
+    calls: list[tuple] = []
+    hook = CacheHook(None)
+    hook.add_partial = lambda attr, req, res: calls.append((attr, req, res))
+
+    class Recording(CacheHook):
+        def add_partial(self, attr: str, req: Any, res: Any) -> None:
+            calls.append((attr, req, res))
+
+    for recorder in (hook, Recording(None)):
+        cache_answers(recorder, "loglikelihood", [(("a", "b"), (-1.0, True))])
+    assert calls == [("loglikelihood", ("a", "b"), (-1.0, True))] * 2

@@ -34,7 +34,7 @@ import json
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from lm_eval.api.model import hash_args
+from lm_eval.api.model import CacheHook, hash_args
 from sqlitedict import SqliteDict
 
 # rows per statement: two variables each, within SQLite's oldest limit of 999 per statement
@@ -44,9 +44,12 @@ ROWS_PER_STATEMENT = 400
 def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> None:
     """(request arguments, answer) pairs of lm-eval request type `attr` into the cache behind
     `hook` (an lm-eval `CacheHook`), as its `add_partial` would store them. Without a cache
-    (`dbdict` None, or another kind of hook) each pair goes through `add_partial`."""
+    (`dbdict` None, or another kind of hook) each pair goes through `add_partial`, unless that is
+    lm-eval's own, which then does nothing."""
     store = getattr(hook, "dbdict", None)
     if store is None:
+        if getattr(hook.add_partial, "__func__", None) is CacheHook.add_partial:  # (not one set on the hook)
+            return
         for arguments, answer in entries:
             hook.add_partial(attr, arguments, answer)
         return
@@ -73,8 +76,10 @@ def cache_answers(hook: Any, attr: str, entries: Sequence[tuple[Any, Any]]) -> N
 def request_keys(attr: str, arguments: Iterable[Sequence[Any]]) -> list[str]:
     """lm-eval's `hash_args(attr, a)` for each `a` of `arguments`: the SHA-256 of
     json.dumps([attr, *a]). For a pair of strings (context, continuation) the hash of its start,
-    up to the continuation, is computed once per distinct context and copied."""
+    up to the continuation, is computed once per distinct context and copied; the bytes of the
+    rest once per distinct continuation."""
     started: dict[str, Any] = {}  # context -> the hash of '["attr", "context", '
+    ends: dict[str, bytes] = {}  # continuation -> '"continuation"]'
     head = f"[{json.dumps(attr)}, "
     keys = []
     for args in arguments:
@@ -85,8 +90,11 @@ def request_keys(attr: str, arguments: Iterable[Sequence[Any]]) -> list[str]:
         start = started.get(context)
         if start is None:
             start = started[context] = hashlib.sha256(f"{head}{json.dumps(context)}, ".encode())
+        end = ends.get(continuation)
+        if end is None:
+            end = ends[continuation] = f"{json.dumps(continuation)}]".encode()
         key = start.copy()
-        key.update(f"{json.dumps(continuation)}]".encode())
+        key.update(end)
         keys.append(key.hexdigest())
     return keys
 
