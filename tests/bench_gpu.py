@@ -18,8 +18,9 @@ interleaved rounds of:
 
 - stock `hf` (lm-eval's `HFLM._loglikelihood_tokens`) at each `--stock-batch` (`auto`: lm-eval's
   detection, run on every call as it does; measured in the first round only);
-- `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens` and
-  `--pack-rows` (several planned rows in one batch row: fewer forwards);
+- `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens`,
+  `--pack-rows` (several planned rows in one batch row: fewer forwards) and `--fuse-norms`
+  (RMSNorm in one kernel, fused_norms.py);
 - the floor: one batched forward per distinct context, the LM head at the last position only
   (bench_floor.py), at `--floor-batch` rows;
 - with `--baseline CHECKOUT` (another checkout of this repository), that checkout's
@@ -422,12 +423,14 @@ class Bench:
         ours = {
             f"biasmonkey_{b}"
             + (f"_rows{r}" if len(args.row_tokens) > 1 else "")
-            + (f"_pack{p}" if len(args.pack_rows) > 1 else ""): PrefixReuseHFLM(
-                batch_size=batch_argument(b), row_tokens=r, pack_rows=p, **common
+            + (f"_pack{p}" if len(args.pack_rows) > 1 else "")
+            + (f"_fuse{f}" if len(args.fuse_norms) > 1 else ""): PrefixReuseHFLM(
+                batch_size=batch_argument(b), row_tokens=r, pack_rows=p, fuse_norms=f, **common
             )
             for b in args.batch
             for r in args.row_tokens
             for p in args.pack_rows
+            for f in args.fuse_norms
         }
         if args.baseline:  # the other checkout's, at the first row_tokens and pack_rows
             baseline = baseline_class(args.baseline)
@@ -578,6 +581,9 @@ def main() -> None:
     parser.add_argument("--row-tokens", nargs="+", type=int, default=[512], help="biasmonkey-hf row_tokens")
     parser.add_argument(
         "--pack-rows", nargs="+", default=["auto"], choices=["auto", "true", "false"], help="biasmonkey-hf pack_rows"
+    )
+    parser.add_argument(
+        "--fuse-norms", nargs="+", default=["auto"], choices=["auto", "true", "false"], help="biasmonkey-hf fuse_norms"
     )
     parser.add_argument(
         "--no-cudnn-attention", action="store_true", help="keep sdpa off cuDNN's attention (which plans per shape)"

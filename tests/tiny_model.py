@@ -8,6 +8,7 @@ and encodes each of " A".." F" and "A".."F" as a single token.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
@@ -120,3 +121,21 @@ def build_tiny_model(path: Path, seed: int = 0, vocab_size: int = 1000) -> Path:
     model.save_pretrained(path)
     tokenizer.save_pretrained(path)
     return path
+
+
+def tiny_llama(tokenizer: Any, device: str = "cpu", dtype: torch.dtype = torch.float32) -> Any:
+    """A random two-layer Llama (sdpa, RMSNorm) over `tokenizer`'s vocabulary: its forward has no
+    check of its own that reads the device (GPT-2's looks for padding in the input ids when no mask
+    is given)."""
+    from transformers import AutoModelForCausalLM, LlamaConfig
+
+    config = LlamaConfig(
+        vocab_size=max(512, len(tokenizer)),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+    )
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").to(device, dtype).eval()

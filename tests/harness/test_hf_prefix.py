@@ -25,6 +25,7 @@ from lm_eval import simple_evaluate
 from lm_eval.api.instance import Instance
 from lm_eval.models.huggingface import HFLM
 from lm_eval.tasks import TaskManager
+from tiny_model import tiny_llama
 
 from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import DEFAULT_ROW_TOKENS, PrefixReuseHFLM, cache_argument
@@ -413,23 +414,6 @@ def test_scores_on_a_device_other_than_the_current_one(tiny_lms) -> None:
     answers = lm._loglikelihood_tokens(requests, disable_tqdm=True)
     assert [g for _, g in answers] == [g for _, g in expected]
     assert max(abs(a - b) for (a, _), (b, _) in zip(answers, expected)) <= TOLERANCE
-
-
-def tiny_llama(tokenizer: Any, device: str) -> Any:
-    """A random two-layer Llama (sdpa): its forward has no check of its own that reads the device
-    (GPT-2's looks for padding in the input ids when no mask is given)."""
-    from transformers import AutoModelForCausalLM, LlamaConfig
-
-    config = LlamaConfig(
-        vocab_size=max(512, len(tokenizer)),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-    )
-    torch.manual_seed(0)
-    return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").to(device).eval()
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

@@ -48,12 +48,17 @@ lm-eval's tokenisation of the requests reads encodings made in batches of distin
 
 Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
-multi-token continuations to the stock code), `warm_up` and `allow_truncation` (False; below).
+multi-token continuations to the stock code), `warm_up`, `fuse_norms` and `allow_truncation` (False;
+below).
 
 `warm_up` (default "auto": on CUDA, where a process loads each kernel at its first launch) runs
 two forwards like a call's in a thread as soon as the model is made (warm_up.py), while lm-eval
 builds its tasks and tokenises, so that the first call does not pay for those first launches; the
 call waits for it first. Its answers go nowhere and it leaves the counters at zero.
+
+`fuse_norms` (default "auto": on CUDA) runs the model's RMSNorm modules as PyTorch's one-kernel
+`F.rms_norm` during this path's forwards, where their class computes the same (fused_norms.py: a
+probe decides; in bfloat16 a norm's output may differ by a unit in the last place).
 
 Requests that do not fit the model's context (context + continuation[:-1] of a log-likelihood,
 a generation's context + `max_gen_toks`) are an error (`context.ContextTooLong`) before any
@@ -112,6 +117,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
+from biasmonkey.harness_ext.lm_eval.backends.fused_norms import Forward, fusable_norms, installed
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, RowPlanner, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.harness_ext.lm_eval.backends.score_tally import Answer, Pair, Score, Tally
@@ -274,6 +280,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         allow_truncation: bool | str = False,
         pack_rows: bool | str = "auto",
         warm_up: bool | str = "auto",
+        fuse_norms: bool | str = "auto",
         **kwargs: Any,
     ) -> None:
         self._warm_up: Background | None = None
@@ -287,6 +294,8 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self.prefix_sharing = as_flag("prefix_sharing", prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
         self.pack_rows = _auto_flag("pack_rows", pack_rows)
+        self.fuse_norms = _auto_flag("fuse_norms", fuse_norms)
+        self._norms: list[tuple[torch.nn.Module, Forward]] | None = None  # (`_fused_norms`, at the first forward)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
@@ -528,9 +537,10 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
     @contextlib.contextmanager
     def _inference(self) -> Iterator[None]:
-        """No gradients, HFLM's optional mixed-precision autocast, and sdpa off cuDNN's attention:
-        cuDNN builds a plan for each new shape, and the rows' shapes vary from forward to forward
-        (on an H200 the first call took 6.5 s against 0.9 s for later ones with it, 1.2 s without)."""
+        """No gradients, HFLM's optional mixed-precision autocast, sdpa off cuDNN's attention
+        (cuDNN builds a plan for each new shape, and the rows' shapes vary from forward to forward:
+        on an H200 the first call took 6.5 s against 0.9 s for later ones with it, 1.2 s without),
+        and the fused norms (`fuse_norms`)."""
         with (
             torch.no_grad(),
             torch.autocast(
@@ -539,8 +549,17 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 enabled=self.mixed_precision_dtype is not None,
             ),
             sdpa_kernel(ATTENTION_KERNELS),
+            installed(self._fused_norms()),
         ):
             yield
+
+    def _fused_norms(self) -> list[tuple[torch.nn.Module, Forward]]:
+        """`fuse_norms`; "auto": on CUDA, where PyTorch normalises in one kernel (fused_norms.py; the
+        modules found, and their classes probed, at the first forward)."""
+        if self._norms is None:
+            on = self.device.type == "cuda" if self.fuse_norms is None else self.fuse_norms
+            self._norms = fusable_norms(self.model) if on else []
+        return self._norms
 
     def _forward(self, **kwargs: Any) -> torch.Tensor:
         """Log-probabilities at the kept positions."""
