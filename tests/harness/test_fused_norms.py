@@ -88,6 +88,24 @@ def test_installed_forwards_are_removed_on_leaving_even_after_an_error() -> None
     assert all("forward" not in vars(m) and m.forward.__func__ is LlamaRMSNorm.forward for m, _ in norms)
 
 
+def test_a_norm_whose_instance_has_a_forward_of_its_own_is_left_alone() -> None:
+    """accelerate's hooks set `forward` on the instance: fusing would bypass the hook, and leaving
+    would remove it."""
+    hooked, plain = LlamaRMSNorm(16), LlamaRMSNorm(16)
+    calls: list[int] = []
+
+    def hook_forward(hidden_states: torch.Tensor) -> torch.Tensor:
+        calls.append(1)
+        return LlamaRMSNorm.forward(hooked, hidden_states)
+
+    hooked.forward = hook_forward
+    norms = fusable_norms(norms_of(hooked, plain))
+    assert [m for m, _ in norms] == [plain]
+    with installed(norms):
+        hooked(torch.ones(2, 16))
+    assert calls == [1] and hooked.forward is hook_forward and "forward" not in vars(plain)
+
+
 def counting_rms_norm(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = F.rms_norm

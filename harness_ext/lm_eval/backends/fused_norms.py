@@ -71,16 +71,16 @@ def _agrees(module: torch.nn.Module, forward: Forward) -> bool:
 
 
 def fusable_norms(model: torch.nn.Module) -> list[tuple[torch.nn.Module, Forward]]:
-    """The model's RMSNorm modules (class name ending in "RMSNorm", a 1-D weight, an epsilon) whose
-    class passed the probe on its first module, each with its fused forward. Run it inside the
-    context the forwards run in (no gradients, autocast)."""
+    """The model's RMSNorm modules (class name ending in "RMSNorm", a 1-D weight, an epsilon, no
+    forward set on the instance by a hook) whose class passed the probe on its first module, each
+    with its fused forward. Run it inside the context the forwards run in (no gradients, autocast)."""
     verdicts: dict[type, bool] = {}
     fused: list[tuple[torch.nn.Module, Forward]] = []
     for module in model.modules():
         weight, eps = getattr(module, "weight", None), _epsilon(module)
         kind = type(module)
-        if not kind.__name__.endswith("RMSNorm") or eps is None:
-            continue
+        if not kind.__name__.endswith("RMSNorm") or eps is None or "forward" in vars(module):
+            continue  # (a forward on the instance: a hook's, e.g. accelerate's, left alone)
         if not isinstance(weight, torch.Tensor) or weight.dim() != 1 or not weight.is_floating_point():
             continue
         forward = _fused_forward(module, eps)
@@ -101,5 +101,6 @@ def installed(norms: list[tuple[torch.nn.Module, Forward]]) -> Iterator[None]:
     try:
         yield
     finally:
-        for module, _ in norms:
-            module.__dict__.pop("forward", None)
+        for module, forward in norms:
+            if module.__dict__.get("forward") is forward:
+                del module.__dict__["forward"]
