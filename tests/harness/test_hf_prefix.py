@@ -466,6 +466,20 @@ def test_trie_token_count() -> None:
     assert trie_token_count([(1, 2, 3, 4), (1, 2, 3, 4, 5)]) == 5
 
 
+def test_inserting_below_a_node_builds_the_tree_of_the_whole_sequences() -> None:
+    """A continuation inserted below its context's last node: the same nodes, ids, parents and depths
+    as context + continuation inserted from the root (the backend inserts each context once)."""
+    whole, split = PromptTrie(), PromptTrie()
+    paths = []
+    for _, context, cont in tree_requests(4):
+        expected = whole.insert(context + cont)
+        end = split.insert(context)[-1]
+        paths.append((expected, split.insert(cont, end)))
+    assert (whole.token, whole.parent, whole.depth) == (split.token, split.parent, split.depth)
+    assert all(expected[-len(tail) :] == tail for expected, tail in paths)
+    assert split.insert([], 3) == [] and len(split) == len(whole)
+
+
 @pytest.mark.parametrize("row_tokens", [1, 3, 8, 64])
 def test_rows_cover_the_tree_once_with_valid_masks(row_tokens: int) -> None:
     trie = PromptTrie()

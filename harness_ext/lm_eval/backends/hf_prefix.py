@@ -621,21 +621,29 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         read (`Tally`), and the counters at the end."""
         trie = PromptTrie()
         targets: dict[int, set[int]] = defaultdict(set)  # node -> tokens scored there
-        paths_of: dict[Pair, list[int]] = {}  # a context's continuations share its path: inserted once
+        # A context's continuations share its path: each context is inserted once (`ends`: its last
+        # node), the tokens but the last of each multi-token continuation once below it (`below`).
+        ends = [ROOT] * len(contexts)  # (ROOT: not inserted yet; every context has a request)
+        below: dict[Pair, list[int]] = {}
         for number, cont in groups:
-            path = paths_of.get((number, cont[:-1]))
-            if path is None:
-                path = paths_of[number, cont[:-1]] = trie.insert(contexts[number] + cont[:-1])
-            last = len(contexts[number]) - 1
-            for j, token in enumerate(cont):
-                targets[path[last + j]].add(token)
+            end = ends[number]
+            if end == ROOT:
+                end = ends[number] = trie.insert(contexts[number])[-1]
+            targets[end].add(cont[0])
+            if len(cont) > 1:
+                nodes = below.get((number, cont[:-1]))
+                if nodes is None:
+                    nodes = below[number, cont[:-1]] = trie.insert(cont[:-1], end)
+                for node, token in zip(nodes, cont[1:]):
+                    targets[node].add(token)
 
         def wanted() -> dict[Pair, list[Score]]:  # request -> (node, token) scored: at the first read
-            out = {}
-            for number, cont in groups:
-                path, last = paths_of[number, cont[:-1]], len(contexts[number]) - 1
-                out[number, cont] = [(path[last + j], token) for j, token in enumerate(cont)]
-            return out
+            return {
+                (number, cont): [(ends[number], cont[0])]
+                if len(cont) == 1
+                else [(ends[number], cont[0]), *zip(below[number, cont[:-1]], cont[1:])]
+                for number, cont in groups
+            }
 
         tally = Tally(wanted)
 
@@ -729,8 +737,8 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         # Counted while the last forward runs: every node ran once (checked above), as context or
         # as continuation (a node on no context's path).
         in_context = bytearray(len(trie))
-        for (number, _), path in paths_of.items():
-            in_context[path[len(contexts[number]) - 1]] = 1
+        for end in ends:
+            in_context[end] = 1
         for node in range(len(trie) - 1, -1, -1):  # a parent's id is below its children's
             if in_context[node] and trie.parent[node] != ROOT:
                 in_context[trie.parent[node]] = 1

@@ -55,17 +55,19 @@ class PromptTrie:
     def __len__(self) -> int:
         return len(self.token)
 
-    def insert(self, tokens: Sequence[int]) -> list[int]:
-        """Add `tokens`; the nodes along its path (node of tokens[:j + 1] at index j)."""
+    def insert(self, tokens: Sequence[int], parent: int = ROOT) -> list[int]:
+        """Add `tokens` below `parent` (the node of a prefix already in the tree); the nodes along
+        the new part of the path (node of prefix + tokens[:j + 1] at index j)."""
         path: list[int] = []
-        kids, parent = self.roots, ROOT
+        kids = self.roots if parent == ROOT else self.children[parent]
+        start = 0 if parent == ROOT else self.depth[parent] + 1
         for t in tokens:
             node = kids.get(t)
             if node is None:
                 node = kids[t] = len(self.token)
                 self.token.append(t)
                 self.parent.append(parent)
-                self.depth.append(len(path))
+                self.depth.append(start + len(path))
                 self.children.append({})
             path.append(node)
             kids, parent = self.children[node], node
