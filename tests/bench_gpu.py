@@ -534,6 +534,7 @@ class Bench:
             if name in best:
                 out[f"{name}_over_floor"] = round(best[name] / best["floor"], 3)
                 out[f"{name}_forwards_rows"] = [ours[name].forward_passes, ours[name].rows]
+                out[f"{name}_fused_norms"] = len(getattr(ours[name], "_norms", None) or [])  # (fuse_norms)
                 out[f"{name}_share_of_limit"] = round(limit_s / best[name], 3)
                 for stock_name in (k for k in best if k.startswith("stock_")):
                     out[f"{name}_over_{stock_name}"] = round(best[name] / best[stock_name], 3)
