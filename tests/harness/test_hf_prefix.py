@@ -549,10 +549,16 @@ def test_too_long_requests_fall_back_to_stock(tiny_model: Path) -> None:
     allow_truncation, truncated as stock lm-eval does and counted."""
     args = {"pretrained": str(tiny_model), "device": "cpu", "batch_size": 3, "dtype": "float32", "max_length": 16}
     stock_lm, lm = HFLM(**args), PrefixReuseHFLM(**args, allow_truncation=True)
+    strict = PrefixReuseHFLM(**args)
     with pytest.raises(ContextTooLong, match="2 requests do not fit the model's context of 16 tokens"):
-        PrefixReuseHFLM(**args)._loglikelihood_tokens(
-            [(("c", "x"), list(range(40, 70)), [5]), (("b", "x"), list(range(20, 33)), [5, 6, 7, 8, 9])]
+        strict._loglikelihood_tokens(
+            [
+                (("a", "x"), list(range(20, 32)), [5]),  # fits
+                (("c", "x"), list(range(40, 70)), [5]),
+                (("b", "x"), list(range(20, 33)), [5, 6, 7, 8, 9]),
+            ]
         )
+    assert strict.forward_passes == 0 and strict.truncation_cuts.requests == 0  # refused before any forward
     requests = [
         (("a", "x"), list(range(20, 32)), [5, 6, 7, 8]),  # 12 + 4 - 1 = 15 tokens seen: fits
         (("b", "x"), list(range(20, 33)), [5, 6, 7, 8, 9]),  # 17 seen: stock truncates

@@ -424,9 +424,9 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         override_bs: int | None = None,
     ) -> list[Answer]:
         self.settle_warm_up()
-        if self.backend == "causal":  # (seq2seq models take the context and continuation apart)
-            self._check_context([len(c) + len(k) - 1 for key, c, k in requests if key is not None], "requests")
         if not self._prefix_path_supported():
+            if self.backend == "causal":  # (seq2seq models take the context and continuation apart)
+                self._check_context([len(c) + len(k) - 1 for key, c, k in requests if key is not None], "requests")
             self.fallback_requests += len(requests)
             return super()._loglikelihood_tokens(requests, disable_tqdm=disable_tqdm, override_bs=override_bs)
         with _collector_paused():  # (the call's objects are freed before the collector resumes)
@@ -436,7 +436,8 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
 
     def _answer_requests(self, requests: list[Request], disable_tqdm: bool, override_bs: int | None) -> list[Answer]:
         """The requests grouped by (context, continuation), each group scored once; those this path
-        does not cover go to the stock code."""
+        does not cover go to the stock code. Requests that do not fit the context are checked
+        (`_check_context`) before any forward."""
         share = self.prefix_sharing and self._supports_masks()
         limit = self.max_length  # (a property that reads the model's config: once, not per request)
 
@@ -448,15 +449,17 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         # lm-eval's tokenising gives the requests of one context the same list: numbered by identity
         # first (the requests keep the lists alive, so no identity is reused during the call)
         number_of_object: dict[int, int] = {}
+        too_long: list[int] = []  # the tokens needed by requests that do not fit (stock would cut them)
         for i, (key, context, cont) in enumerate(requests):
-            # (the model must see context + continuation[:-1] whole within `limit`: stock truncates beyond)
-            if (
-                key is None
-                or not context
-                or not cont
-                or len(context) + len(cont) > limit + 1
-                or (len(cont) > 1 and not share)
-            ):
+            if key is None:
+                fallback.append(i)
+                continue
+            needed = len(context) + len(cont) - 1  # (context + continuation[:-1], seen whole)
+            if needed > limit:
+                too_long.append(needed)
+                fallback.append(i)
+                continue
+            if not context or not cont or (len(cont) > 1 and not share):
                 fallback.append(i)
                 continue
             number = number_of_object.get(id(context))
@@ -469,6 +472,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 number_of_object[id(context)] = number
             groups[number, tuple(cont)].append(i)
 
+        self._check_context(too_long, "requests", limit)
         answers: list[Answer | None] = [None] * len(requests)
         if fallback:
             self.fallback_requests += len(fallback)
