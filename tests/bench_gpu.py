@@ -24,7 +24,7 @@ interleaved rounds of:
 - the floor: one batched forward per distinct context, the LM head at the last position only
   (bench_floor.py), at `--floor-batch` rows;
 - with `--baseline CHECKOUT` (another checkout of this repository), that checkout's
-  `biasmonkey-hf` (its hf_prefix.py, request_cache.py and score_tally.py, the rest from this one) at each
+  `biasmonkey-hf` (its hf_prefix.py, request_cache.py, score_tally.py and prompt_trie.py, the rest from this one) at each
   `--batch`, the first `--row-tokens` and `--pack-rows`: `baseline_<batch>`.
 
 It prints and writes, per model and suite: those times and their ratios; the share of the compute
@@ -145,10 +145,11 @@ def load_bundle(bundle: Path) -> dict[str, Requests]:
 
 def baseline_class(checkout: Path) -> type[PrefixReuseHFLM]:
     """`PrefixReuseHFLM` as `checkout` has it: its hf_prefix.py (not registered with lm-eval) over
-    its request_cache.py's `cache_answers` and its score_tally.py's `Tally` (where it has one)."""
+    its request_cache.py's `cache_answers`, its score_tally.py's `Tally` (where it has one) and its
+    prompt_trie.py's tree and planner."""
     folder = checkout / "harness_ext" / "lm_eval" / "backends"
     modules = {}
-    for name in ("request_cache", "score_tally", "hf_prefix"):
+    for name in ("request_cache", "score_tally", "prompt_trie", "hf_prefix"):
         if not (folder / f"{name}.py").exists():
             continue
         spec = importlib.util.spec_from_file_location(f"baseline_{name}", folder / f"{name}.py")
@@ -159,6 +160,9 @@ def baseline_class(checkout: Path) -> type[PrefixReuseHFLM]:
     modules["hf_prefix"].cache_answers = modules["request_cache"].cache_answers
     if "score_tally" in modules:
         modules["hf_prefix"].Tally = modules["score_tally"].Tally
+    for name in ("ROOT", "PromptTrie", "Row", "RowPlanner", "plan_rows", "trie_token_count"):
+        if hasattr(modules["hf_prefix"], name):
+            setattr(modules["hf_prefix"], name, getattr(modules["prompt_trie"], name))
     return modules["hf_prefix"].PrefixReuseHFLM
 
 

@@ -19,7 +19,7 @@ prompt. Per suite, `--rounds` interleaved rounds run four variants:
 
 With `--baseline CHECKOUT` (another checkout of this repository, e.g. `git worktree add /tmp/base
 HEAD~3`) the same rounds also run that checkout's `biasmonkey-hf` (its hf_prefix.py,
-request_cache.py and score_tally.py; every other module is this checkout's), `shipped` and `request cache`,
+request_cache.py, score_tally.py and prompt_trie.py; every other module is this checkout's), `shipped` and `request cache`,
 interleaved with this one's: `baseline shipped`, `baseline request cache`.
 
 With `--lm-eval-tasks` it also runs those lm-eval tasks (options in `--lm-eval-metadata`) as whole

@@ -468,16 +468,20 @@ def test_trie_token_count() -> None:
 
 def test_inserting_below_a_node_builds_the_tree_of_the_whole_sequences() -> None:
     """A continuation inserted below its context's last node: the same nodes, ids, parents and depths
-    as context + continuation inserted from the root (the backend inserts each context once)."""
+    as context + continuation inserted from the root (the backend inserts each context once); the
+    node returned is the sequence's last, and `path_to` gives the nodes of its prefixes."""
     whole, split = PromptTrie(), PromptTrie()
-    paths = []
     for _, context, cont in tree_requests(4):
-        expected = whole.insert(context + cont)
-        end = split.insert(context)[-1]
-        paths.append((expected, split.insert(cont, end)))
+        sequence = context + cont
+        last = whole.insert(sequence)
+        assert split.insert(cont, split.insert(context)) == last
+        walked, kids = [], whole.roots  # the node of each prefix, step by step
+        for token in sequence:
+            walked.append(kids[token])
+            kids = whole.children[walked[-1]]
+        assert whole.path_to(last, len(sequence)) == walked and whole.path_to(last, 2) == walked[-2:]
     assert (whole.token, whole.parent, whole.depth) == (split.token, split.parent, split.depth)
-    assert all(expected[-len(tail) :] == tail for expected, tail in paths)
-    assert split.insert([], 3) == [] and len(split) == len(whole)
+    assert split.insert([], 3) == 3 and split.insert([]) == ROOT and len(split) == len(whole)
 
 
 @pytest.mark.parametrize("row_tokens", [1, 3, 8, 64])

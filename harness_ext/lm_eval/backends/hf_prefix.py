@@ -632,12 +632,12 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         for number, cont in groups:
             end = ends[number]
             if end == ROOT:
-                end = ends[number] = trie.insert(contexts[number])[-1]
+                end = ends[number] = trie.insert(contexts[number])
             targets[end].add(cont[0])
             if len(cont) > 1:
                 nodes = below.get((number, cont[:-1]))
                 if nodes is None:
-                    nodes = below[number, cont[:-1]] = trie.insert(cont[:-1], end)
+                    nodes = below[number, cont[:-1]] = trie.path_to(trie.insert(cont[:-1], end), len(cont) - 1)
                 for node, token in zip(nodes, cont[1:]):
                     targets[node].add(token)
 

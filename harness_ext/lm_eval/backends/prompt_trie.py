@@ -55,23 +55,37 @@ class PromptTrie:
     def __len__(self) -> int:
         return len(self.token)
 
-    def insert(self, tokens: Sequence[int], parent: int = ROOT) -> list[int]:
-        """Add `tokens` below `parent` (the node of a prefix already in the tree); the nodes along
-        the new part of the path (node of prefix + tokens[:j + 1] at index j)."""
-        path: list[int] = []
-        kids = self.roots if parent == ROOT else self.children[parent]
-        start = 0 if parent == ROOT else self.depth[parent] + 1
+    def insert(self, tokens: Sequence[int], parent: int = ROOT) -> int:
+        """Add `tokens` below `parent` (ROOT, or the node of a prefix already in the tree); the node
+        of the last token (`parent` for no tokens). It walks the part already in the tree, then
+        creates the rest."""
+        children, depth = self.children, self.depth
+        kids, node = (self.roots if parent == ROOT else children[parent]), parent
         for t in tokens:
-            node = kids.get(t)
-            if node is None:
-                node = kids[t] = len(self.token)
-                self.token.append(t)
-                self.parent.append(parent)
-                self.depth.append(start + len(path))
-                self.children.append({})
+            found = kids.get(t)
+            if found is None:
+                break
+            node, kids = found, children[found]
+        else:
+            return node
+        at = depth[node] + 1 if node != ROOT else 0  # the depth of the first new node
+        start = depth[parent] + 1 if parent != ROOT else 0
+        for t in tokens[at - start :]:
+            new = kids[t] = len(self.token)
+            self.token.append(t)
+            self.parent.append(node)
+            depth.append(at)
+            children.append({})
+            node, kids, at = new, children[new], at + 1
+        return node
+
+    def path_to(self, node: int, count: int) -> list[int]:
+        """The last `count` nodes of the path from the root to `node`, root side first."""
+        path = []
+        for _ in range(count):
             path.append(node)
-            kids, parent = self.children[node], node
-        return path
+            node = self.parent[node]
+        return path[::-1]
 
     def kids(self, node: int) -> list[int]:
         return list((self.roots if node == ROOT else self.children[node]).values())
