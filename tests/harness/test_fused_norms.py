@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -118,7 +119,9 @@ def counting_rms_norm(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-def test_a_call_with_fused_norms_gives_the_unfused_answers(tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_call_with_fused_norms_gives_the_unfused_answers(
+    tokenizer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     common = {"tokenizer": tokenizer, "batch_size": 2, "row_tokens": 16}
     unfused = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer), fuse_norms="false", **common)
     expected = unfused._loglikelihood_tokens(requests(), disable_tqdm=True)
@@ -126,7 +129,9 @@ def test_a_call_with_fused_norms_gives_the_unfused_answers(tokenizer, monkeypatc
     assert not calls
     model = tiny_llama(tokenizer)
     lm = PrefixReuseHFLM(pretrained=model, fuse_norms="true", **common)
-    answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+    with caplog.at_level(logging.INFO):
+        answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+    assert "biasmonkey-hf: 5 norms (LlamaRMSNorm) run as F.rms_norm" in caplog.text
     assert lm.forward_passes > 2 and lm.fallback_requests == 0
     # the probe's call, then 5 norms in each forward
     assert len(calls) == 1 + 5 * lm.forward_passes

@@ -563,6 +563,9 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         if self._norms is None:
             on = self.device.type == "cuda" if self.fuse_norms is None else self.fuse_norms
             self._norms = fusable_norms(self.model) if on else []
+            if self._norms:
+                kinds = sorted({type(module).__name__ for module, _ in self._norms})
+                log.info("biasmonkey-hf: %d norms (%s) run as F.rms_norm", len(self._norms), ", ".join(kinds))
         return self._norms
 
     def _forward(self, **kwargs: Any) -> torch.Tensor:
