@@ -139,3 +139,16 @@ def tiny_llama(tokenizer: Any, device: str = "cpu", dtype: torch.dtype = torch.f
     )
     torch.manual_seed(0)
     return AutoModelForCausalLM.from_config(config, attn_implementation="sdpa").to(device, dtype).eval()
+
+
+def comb_requests() -> list[tuple]:
+    """lm-eval token-level requests ((context, continuation) key, context, continuation): six
+    contexts taking 10, 13, ... tokens of a shared head, then two tokens of their own, each with a
+    one-token and a two-token continuation."""
+    head = list(range(20, 50))
+    out = []
+    for branch in range(6):
+        context = head[: 10 + 3 * branch] + [60 + branch, 70 + branch]
+        for cont in ([5], [6, 7]):
+            out.append(((str(context), str(cont)), context, cont))
+    return out

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import torch
 import torch.nn.functional as F
-from tiny_model import tiny_llama
+from tiny_model import comb_requests, tiny_llama
 from transformers import AutoTokenizer
 from transformers.models.gemma.modeling_gemma import GemmaRMSNorm
 from transformers.models.llama.modeling_llama import LlamaRMSNorm
@@ -22,17 +22,6 @@ from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
 @pytest.fixture(scope="module")
 def tokenizer(tiny_model: Path) -> Any:
     return AutoTokenizer.from_pretrained(tiny_model)
-
-
-def requests() -> list[tuple]:
-    """Contexts sharing prefixes, one- and two-token continuations."""
-    head = list(range(20, 60))
-    out = []
-    for branch in range(5):
-        context = head[: 12 + 5 * branch] + [70 + branch, 80 + branch]
-        for cont in ([5], [6, 7]):
-            out.append(((str(context), str(cont)), context, cont))
-    return out
 
 
 class EpsilonOutsideRMSNorm(LlamaRMSNorm):
@@ -124,13 +113,13 @@ def test_a_call_with_fused_norms_gives_the_unfused_answers(
 ) -> None:
     common = {"tokenizer": tokenizer, "batch_size": 2, "row_tokens": 16}
     unfused = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer), fuse_norms="false", **common)
-    expected = unfused._loglikelihood_tokens(requests(), disable_tqdm=True)
+    expected = unfused._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
     calls = counting_rms_norm(monkeypatch)
     assert not calls
     model = tiny_llama(tokenizer)
     lm = PrefixReuseHFLM(pretrained=model, fuse_norms="true", **common)
     with caplog.at_level(logging.INFO):
-        answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+        answers = lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
     assert "biasmonkey-hf: 5 norms (LlamaRMSNorm) run as F.rms_norm" in caplog.text
     assert lm.forward_passes > 2 and lm.fallback_requests == 0
     # the probe's call, then 5 norms in each forward
@@ -141,14 +130,15 @@ def test_a_call_with_fused_norms_gives_the_unfused_answers(
     assert not any("forward" in vars(m) for m in model.modules())
     calls.clear()
     lm.prefix_sharing = False  # two-token continuations then go to the stock code
-    lm._loglikelihood_tokens([r for r in requests() if len(r[2]) == 2], disable_tqdm=True)
-    assert lm.fallback_requests == 5 and not calls
+    two_tokens = [r for r in comb_requests() if len(r[2]) == 2]
+    lm._loglikelihood_tokens(two_tokens, disable_tqdm=True)
+    assert lm.fallback_requests == len(two_tokens) and not calls
 
 
 def test_auto_fuses_on_cuda_only_and_bad_values_are_refused(tokenizer, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = counting_rms_norm(monkeypatch)
     lm = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer), tokenizer=tokenizer, batch_size=2, row_tokens=16)
-    lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+    lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
     assert lm.fuse_norms is None and not calls  # auto, on CPU
     with pytest.raises(ValueError, match="fuse_norms='sometimes': use auto, true or false"):
         PrefixReuseHFLM(pretrained=lm.model, tokenizer=tokenizer, fuse_norms="sometimes")

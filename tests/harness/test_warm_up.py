@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import torch
 from lm_eval.api.model import CacheHook
+from tiny_model import comb_requests
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
@@ -27,16 +28,6 @@ COUNTERS = ("distinct_contexts", "trie_tokens", "computed_tokens", "padding_toke
 def tiny(tiny_model: Path) -> tuple[Any, Any]:
     model = AutoModelForCausalLM.from_pretrained(tiny_model, attn_implementation="sdpa").eval()
     return model, AutoTokenizer.from_pretrained(tiny_model)
-
-
-def requests() -> list[tuple]:
-    head = list(range(20, 50))
-    out = []
-    for branch in range(6):
-        context = head[: 10 + 3 * branch] + [60 + branch, 70 + branch]
-        for cont in ([5], [6, 7]):
-            out.append(((str(context), str(cont)), context, cont))
-    return out
 
 
 class Recorder(CacheHook):
@@ -83,11 +74,11 @@ def test_warm_up_runs_forwards_like_a_call_s_in_its_own_thread(tiny, pack_rows: 
         assert hook.entries == []
 
         forwards.clear()
-        answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
+        answers = lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
         assert {name for name, _, _ in forwards} == {threading.current_thread().name}
         cold = PrefixReuseHFLM(**common, warm_up="false")
         assert cold._warm_up is None
-        assert cold._loglikelihood_tokens(requests(), disable_tqdm=True) == answers
+        assert cold._loglikelihood_tokens(comb_requests(), disable_tqdm=True) == answers
         assert [getattr(lm, name) for name in COUNTERS] == [getattr(cold, name) for name in COUNTERS]
     finally:
         handle.remove()
@@ -124,8 +115,10 @@ def test_warm_up_runs_by_default_on_cuda_and_changes_no_answer(tiny) -> None:
     common = {"pretrained": copy.deepcopy(model).to("cuda"), "tokenizer": tokenizer, "batch_size": 4, "row_tokens": 16}
     lm = PrefixReuseHFLM(**common)
     assert lm._warm_up is not None
-    answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
-    assert PrefixReuseHFLM(**common, warm_up="false")._loglikelihood_tokens(requests(), disable_tqdm=True) == answers
+    answers = lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
+    assert (
+        PrefixReuseHFLM(**common, warm_up="false")._loglikelihood_tokens(comb_requests(), disable_tqdm=True) == answers
+    )
 
 
 def test_a_failed_warm_up_is_logged_and_the_call_goes_on(tiny, caplog: pytest.LogCaptureFixture) -> None:
@@ -137,8 +130,8 @@ def test_a_failed_warm_up_is_logged_and_the_call_goes_on(tiny, caplog: pytest.Lo
 
     with caplog.at_level(logging.WARNING):
         lm = Failing(pretrained=model, tokenizer=tokenizer, batch_size=4, row_tokens=16, warm_up="true")
-        answers = lm._loglikelihood_tokens(requests(), disable_tqdm=True)
-    assert len(answers) == len(requests()) and lm.forward_passes > 0
+        answers = lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
+    assert len(answers) == len(comb_requests()) and lm.forward_passes > 0
     assert (
         "biasmonkey-hf warm-up failed (RuntimeError: out of memory (as a test)); the first call goes on" in caplog.text
     )
