@@ -482,6 +482,8 @@ def test_inserting_below_a_node_builds_the_tree_of_the_whole_sequences() -> None
         assert whole.path_to(last, len(sequence)) == walked and whole.path_to(last, 2) == walked[-2:]
     assert (whole.token, whole.parent, whole.depth) == (split.token, split.parent, split.depth)
     assert split.insert([], 3) == 3 and split.insert([]) == ROOT and len(split) == len(whole)
+    with pytest.raises(ValueError, match="fewer than 3 nodes"):
+        split.path_to(split.insert(tree_requests(4)[0][1][:2]), 3)
 
 
 @pytest.mark.parametrize("row_tokens", [1, 3, 8, 64])

@@ -83,6 +83,8 @@ class PromptTrie:
         """The last `count` nodes of the path from the root to `node`, root side first."""
         path = []
         for _ in range(count):
+            if node == ROOT:
+                raise ValueError(f"path_to: the path has fewer than {count} nodes")
             path.append(node)
             node = self.parent[node]
         return path[::-1]
