@@ -33,7 +33,9 @@ pairs, with compute in proportion to the distinct prompt tokens:
    on an accelerator, not on CPU) a batch row (a `_Lane`) holds several planned rows side by
    side, each over its own anchor's path, with the union of those paths as its cache: the
    partial rows that planning leaves under each anchor share forwards instead of running in
-   narrow ones of their own (few-shot yes-no: 5 forwards instead of 12).
+   narrow ones of their own (few-shot yes-no: 4 forwards instead of 12); a forward that no
+   other would follow may then pad by one row's positions more than 10% rather than leave rows
+   for a forward of their own (on a GPU each has a fixed cost).
 4. Each request's answer goes to lm-eval's request cache (`--use_cache`) as soon as the scores of
    the forward that scores its last token are read: once the next forward is queued, or when that
    next forward fails; so a run that fails later resumes without recomputing it. A forward's
