@@ -17,12 +17,13 @@ suite times, after a warm-up on an eighth of each suite's requests, the fastest 
 interleaved rounds of:
 
 - stock `hf` (lm-eval's `HFLM._loglikelihood_tokens`) at each `--stock-batch` (`auto`: lm-eval's
-  detection, run on every call as it does; measured in the first round only);
+  detection, run on every call as it does; measured in the first round only; none given: not run);
 - `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens`,
   `--pack-rows` (several planned rows in one batch row: fewer forwards) and `--fuse-norms`
   (RMSNorm in one kernel, fused_norms.py);
 - the floor: one batched forward per distinct context, the LM head at the last position only
-  (bench_floor.py), at `--floor-batch` rows;
+  (bench_floor.py), at `--floor-batch` rows (`--no-floor`: not run; a short device session can
+  spend its minutes on `biasmonkey-hf`'s variants);
 - with `--baseline CHECKOUT` (another checkout of this repository), that checkout's
   `biasmonkey-hf` (its hf_prefix.py, request_cache.py, score_tally.py and prompt_trie.py, the rest from this one) at each
   `--batch`, the first `--row-tokens` and `--pack-rows`: `baseline_<batch>`.
@@ -443,7 +444,7 @@ class Bench:
                     batch_size=batch_argument(b), row_tokens=args.row_tokens[0], pack_rows=args.pack_rows[0], **common
                 )
         first_lm = next(iter(ours.values()))
-        floor_lm = next(iter(stock.values()))
+        floor_lm = next(iter(stock.values())) if stock else HFLM(batch_size=args.floor_batch, **common)
         entry: dict[str, Any] = {"non_embedding_parameters": parameters, "suites": {}}
         self.report["models"][shape] = entry
         # the first call on the fresh model, as a user's run meets it
@@ -459,7 +460,8 @@ class Bench:
             for name, lm in {**stock, **ours}.items():
                 if not (name.startswith("stock_auto") or lm is first_lm and suite == first_suite):
                     lm._loglikelihood_tokens(part, disable_tqdm=True)
-            last_position_forward(floor_lm, list({tuple(c) for _, c, _ in part}), args.floor_batch)
+            if args.floor:
+                last_position_forward(floor_lm, list({tuple(c) for _, c, _ in part}), args.floor_batch)
 
         seconds: dict[str, dict[str, list[float]]] = {s: {} for s in suites}
         answers: dict[str, dict[str, list]] = {s: {} for s in suites}
@@ -469,9 +471,10 @@ class Bench:
                     continue
                 contexts = list({tuple(c) for _, c, _ in requests})
                 times = seconds[suite]
-                times.setdefault("floor", []).append(
-                    last_position_forward(floor_lm, contexts, args.floor_batch) if contexts else float("nan")
-                )
+                if args.floor:
+                    times.setdefault("floor", []).append(
+                        last_position_forward(floor_lm, contexts, args.floor_batch) if contexts else float("nan")
+                    )
                 for name, lm in {**stock, **ours}.items():
                     if name.startswith("stock_auto") and round_:
                         continue  # its detection dominates; once is enough
@@ -536,7 +539,8 @@ class Bench:
         }
         for name in ours:
             if name in best:
-                out[f"{name}_over_floor"] = round(best[name] / best["floor"], 3)
+                if "floor" in best:
+                    out[f"{name}_over_floor"] = round(best[name] / best["floor"], 3)
                 out[f"{name}_forwards_rows"] = [ours[name].forward_passes, ours[name].rows]
                 out[f"{name}_fused_norms"] = len(getattr(ours[name], "_norms", None) or [])  # (fuse_norms)
                 out[f"{name}_share_of_limit"] = round(limit_s / best[name], 3)
@@ -582,7 +586,12 @@ def main() -> None:
     parser.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--batch", nargs="+", default=["32", "64", "auto"], help="biasmonkey-hf batch sizes")
-    parser.add_argument("--stock-batch", nargs="+", default=["32", "64", "auto"], help="stock hf batch sizes")
+    parser.add_argument(
+        "--stock-batch", nargs="*", default=["32", "64", "auto"], help="stock hf batch sizes (none: no stock calls)"
+    )
+    parser.add_argument(
+        "--floor", action=argparse.BooleanOptionalAction, default=True, help="time the floor (--no-floor: not)"
+    )
     parser.add_argument("--row-tokens", nargs="+", type=int, default=[512], help="biasmonkey-hf row_tokens")
     parser.add_argument(
         "--pack-rows", nargs="+", default=["auto"], choices=["auto", "true", "false"], help="biasmonkey-hf pack_rows"
