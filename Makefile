@@ -95,7 +95,7 @@ FLOOR_DIR := $(VENV)/transformers-$(TRANSFORMERS_FLOOR)
 test-transformers-floor: $(STAMP)
 	@test -d $(FLOOR_DIR)/transformers || $(BIN)/python -m pip install --quiet --no-deps --target $(FLOOR_DIR) transformers==$(TRANSFORMERS_FLOOR)
 	PYTHONPATH=$(FLOOR_DIR) $(BIN)/python -c 'import transformers; assert transformers.__version__ == "$(TRANSFORMERS_FLOOR)", transformers.__version__'
-	PYTHONPATH=$(FLOOR_DIR) BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow" tests/harness/test_hf_prefix.py tests/harness/test_fused_norms.py
+	PYTHONPATH=$(FLOOR_DIR) BIASMONKEY_REQUIRE_ALL=$(REQUIRE_ALL) $(BIN)/python -m pytest -q -m "not slow" tests/harness/test_hf_prefix.py tests/harness/test_fused_norms.py tests/harness/test_chunked_attention.py tests/harness/test_lane_filling.py
 
 # Style (ruff, configured in pyproject.toml): lint and formatting, checked before the tests.
 lint: $(STAMP)

@@ -19,8 +19,9 @@ interleaved rounds of:
 - stock `hf` (lm-eval's `HFLM._loglikelihood_tokens`) at each `--stock-batch` (`auto`: lm-eval's
   detection, run on every call as it does; measured in the first round only; none given: not run);
 - `biasmonkey-hf` at each `--batch` (`auto`: its estimate, auto_batch.py), `--row-tokens`,
-  `--pack-rows` (several planned rows in one batch row: fewer forwards) and `--fuse-norms`
-  (RMSNorm in one kernel, fused_norms.py);
+  `--pack-rows` (several planned rows in one batch row: fewer forwards), `--fuse-norms`
+  (RMSNorm in one kernel, fused_norms.py) and `--attention-chunk` (attention in query chunks over
+  the keys they see, chunked_attention.py);
 - the floor: one batched forward per distinct context, the LM head at the last position only
   (bench_floor.py), at `--floor-batch` rows (`--no-floor`: not run; a short device session can
   spend its minutes on `biasmonkey-hf`'s variants);
@@ -429,13 +430,15 @@ class Bench:
             f"biasmonkey_{b}"
             + (f"_rows{r}" if len(args.row_tokens) > 1 else "")
             + (f"_pack{p}" if len(args.pack_rows) > 1 else "")
-            + (f"_fuse{f}" if len(args.fuse_norms) > 1 else ""): PrefixReuseHFLM(
-                batch_size=batch_argument(b), row_tokens=r, pack_rows=p, fuse_norms=f, **common
+            + (f"_fuse{f}" if len(args.fuse_norms) > 1 else "")
+            + (f"_chunk{c}" if len(args.attention_chunk) > 1 else ""): PrefixReuseHFLM(
+                batch_size=batch_argument(b), row_tokens=r, pack_rows=p, fuse_norms=f, attention_chunk=c, **common
             )
             for b in args.batch
             for r in args.row_tokens
             for p in args.pack_rows
             for f in args.fuse_norms
+            for c in args.attention_chunk
         }
         if args.baseline:  # the other checkout's, at the first row_tokens and pack_rows
             baseline = baseline_class(args.baseline)
@@ -598,6 +601,9 @@ def main() -> None:
     )
     parser.add_argument(
         "--fuse-norms", nargs="+", default=["auto"], choices=["auto", "true", "false"], help="biasmonkey-hf fuse_norms"
+    )
+    parser.add_argument(
+        "--attention-chunk", nargs="+", type=int, default=[0], help="biasmonkey-hf attention_chunk (0: off)"
     )
     parser.add_argument(
         "--no-cudnn-attention", action="store_true", help="keep sdpa off cuDNN's attention (which plans per shape)"

@@ -50,8 +50,8 @@ lm-eval's tokenisation of the requests reads encodings made in batches of distin
 
 Model arguments besides `hf`'s: `row_tokens`, `prefix_cache_tokens`, `pack_rows`, `prefix_sharing` (True;
 False runs each distinct context whole in one pass, scoring only its last position, and sends
-multi-token continuations to the stock code), `warm_up`, `fuse_norms` and `allow_truncation` (False;
-below).
+multi-token continuations to the stock code), `warm_up`, `fuse_norms`, `attention_chunk` and
+`allow_truncation` (False; below).
 
 `warm_up` (default "auto": on CUDA, where a process loads each kernel at its first launch) runs
 two forwards like a call's in a thread as soon as the model is made (warm_up.py), while lm-eval
@@ -61,6 +61,11 @@ call waits for it first. Its answers go nowhere and it leaves the counters at ze
 `fuse_norms` (default "auto": on CUDA) runs the model's RMSNorm modules as PyTorch's one-kernel
 `F.rms_norm` during this path's forwards, where their class computes the same (fused_norms.py: a
 probe decides; in bfloat16 a norm's output may differ by a unit in the last place).
+
+`attention_chunk` (default 0: off) runs a forward's attention in chunks of that many queries, each
+over the keys up to its last position, which is all that a position in a prefix-tree row sees
+(chunked_attention.py): the same numbers up to the kernels' rounding, for the in-row work that
+the mask hides.
 
 Requests that do not fit the model's context (context + continuation[:-1] of a log-likelihood,
 a generation's context + `max_gen_toks`) are an error (`context.ContextTooLong`) before any
@@ -118,6 +123,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
+from biasmonkey.harness_ext.lm_eval.backends.chunked_attention import chunked
 from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.fused_norms import Forward, fusable_norms, installed
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, RowPlanner, trie_token_count
@@ -149,6 +155,17 @@ def cache_argument(model: torch.nn.Module) -> str:
     """The name under which the model's forward takes a cache: `cache` (transformers >= 5.24),
     else `past_key_values`."""
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+
+
+def _positions(name: str, value: Any) -> int:
+    """A model argument that is a count of positions, 0 or more."""
+    try:
+        count = int(str(value).strip())
+    except ValueError:
+        count = -1
+    if count < 0:
+        raise ValueError(f"model argument {name}={value!r}: use a whole number of positions, 0 or more")
+    return count
 
 
 def _auto_flag(name: str, value: Any) -> bool | None:
@@ -283,6 +300,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         pack_rows: bool | str = "auto",
         warm_up: bool | str = "auto",
         fuse_norms: bool | str = "auto",
+        attention_chunk: int | str = 0,
         **kwargs: Any,
     ) -> None:
         self._warm_up: Background | None = None
@@ -297,6 +315,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
         self.pack_rows = _auto_flag("pack_rows", pack_rows)
         self.fuse_norms = _auto_flag("fuse_norms", fuse_norms)
+        self.attention_chunk = _positions("attention_chunk", attention_chunk)
         self._norms: list[tuple[torch.nn.Module, Forward]] | None = None  # (`_fused_norms`, at the first forward)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
@@ -880,7 +899,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         if self._cache_argument is None:
             self._cache_argument = cache_argument(self.model)
         arguments: dict[str, Any] = {self._cache_argument: cache} if cache is not None else {}
-        with self._inference():
+        with self._inference(), chunked(self.model.config, self.attention_chunk):
             logprobs = self._forward(
                 input_ids=ids,
                 position_ids=positions,
