@@ -4,13 +4,14 @@ A prefix-tree forward's keys are its cached positions, then its own row position
 row position sees its ancestors in the row, which come before it, and never a later position, so
 a query chunk [s, e) has nothing to see past key `cached + e`. With a custom mask PyTorch's
 attention kernels (memory-efficient, math; flash takes no mask) still compute every query against
-every key, masked: on rows of 512 positions, about 40 % of the in-row work is for keys that no
-query of the chunk sees. Run per chunk of `chunk` queries over the keys up to its end, the work
-follows the triangle; each chunk is transformers' own sdpa attention (grouped key/value heads,
-scaling) on its slices, so the numbers are the same up to the kernels' rounding.
+every key, masked: about half of a row's in-row work is for keys that no query sees. Run per
+chunk of `chunk` queries over the keys up to its end, the work follows the triangle (chunks of 128
+in a row of 512 leave out three eighths of it); each chunk is transformers' own sdpa attention
+(grouped key/value heads, scaling) on its slices, so the numbers are the same up to the kernels'
+rounding.
 
-It is model argument `attention_chunk` (0, the default: off; measured on CPU, 2026-11-27:
-response bias 3-4 % faster, answer position the same). It applies only inside biasmonkey-hf's
+It is model argument `attention_chunk` (0, the default: off; on CPU it brought nothing, and on a
+GPU it is not yet measured: docs/performance.md). It applies only inside biasmonkey-hf's
 prefix-tree forwards, whose 4D masks transformers passes through unchanged, and only where the
 model runs sdpa: for their duration the model's config names this attention (`chunked`).
 """
