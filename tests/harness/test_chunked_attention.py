@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import torch
 from tiny_model import comb_requests, tiny_llama
-from transformers import AutoTokenizer
+from transformers import AutoTokenizer, LlavaConfig
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 
 from biasmonkey.harness_ext.lm_eval.backends import chunked_attention
@@ -75,6 +75,10 @@ def test_the_model_attends_as_before_outside_and_after_an_error(model) -> None:
     assert config._attn_implementation == "sdpa"
     with chunked(config, 0):
         assert config._attn_implementation == "sdpa"
+    parts = LlavaConfig()  # a model of parts, whose attentions a single name would all set
+    parts._attn_implementation = "sdpa"
+    with chunked(parts, 8):
+        assert parts._attn_implementation == "sdpa"
     config._attn_implementation = "eager"  # (eager adds its mask: its own attention, unchunked)
     try:
         with chunked(config, 8):

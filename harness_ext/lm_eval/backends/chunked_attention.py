@@ -71,8 +71,10 @@ def _registered(chunk: int) -> str:
 @contextlib.contextmanager
 def chunked(config: Any, chunk: int) -> Iterator[None]:
     """While inside, a model of `config` running sdpa attends in chunks of `chunk` queries (0: as
-    before); its attention is named as before afterwards, whatever happened."""
-    if chunk <= 0 or config._attn_implementation != "sdpa":
+    before); its attention is named as before afterwards, whatever happened. A config with
+    sub-configs (a model of several parts, each naming its own attention) is left alone: naming
+    one attention sets it on every part."""
+    if chunk <= 0 or config._attn_implementation != "sdpa" or getattr(config, "sub_configs", None):
         yield
         return
     config._attn_implementation = _registered(chunk)
