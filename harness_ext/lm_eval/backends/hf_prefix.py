@@ -899,6 +899,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         if self._cache_argument is None:
             self._cache_argument = cache_argument(self.model)
         arguments: dict[str, Any] = {self._cache_argument: cache} if cache is not None else {}
+        # (chunked here, not in `_inference`: only these forwards pass a 4D tree mask)
         with self._inference(), chunked(self.model.config, self.attention_chunk):
             logprobs = self._forward(
                 input_ids=ids,
