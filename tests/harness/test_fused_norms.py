@@ -139,6 +139,6 @@ def test_auto_fuses_on_cuda_only_and_bad_values_are_refused(tokenizer, monkeypat
     calls = counting_rms_norm(monkeypatch)
     lm = PrefixReuseHFLM(pretrained=tiny_llama(tokenizer), tokenizer=tokenizer, batch_size=2, row_tokens=16)
     lm._loglikelihood_tokens(comb_requests(), disable_tqdm=True)
-    assert lm.fuse_norms is None and not calls  # auto, on CPU
+    assert lm.fuse_norms is False and not calls  # auto, on CPU
     with pytest.raises(ValueError, match="fuse_norms='sometimes': use auto, true or false"):
         PrefixReuseHFLM(pretrained=lm.model, tokenizer=tokenizer, fuse_norms="sometimes")

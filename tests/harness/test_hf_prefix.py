@@ -387,12 +387,29 @@ def test_packed_rows_take_fewer_forwards_for_the_same_answers(
 def test_pack_rows_defaults_to_accelerators_only(tiny_lms) -> None:
     stock_lm, _ = tiny_lms
     common = {"pretrained": stock_lm.model, "tokenizer": stock_lm.tokenizer, "batch_size": 4}
-    assert not PrefixReuseHFLM(**common)._packs_rows()  # CPU: time follows the positions attended
-    assert PrefixReuseHFLM(**common, pack_rows="yes")._packs_rows()
+    assert PrefixReuseHFLM(**common).pack_rows is False  # CPU: time follows the positions attended
+    assert PrefixReuseHFLM(**common, pack_rows="yes").pack_rows is True
     with pytest.raises(ValueError, match="pack_rows='sometimes': use auto, true or false"):
         PrefixReuseHFLM(**common, pack_rows="sometimes")
     with pytest.raises(ValueError, match="prefix_sharing='often': use true or false"):
         PrefixReuseHFLM(**common, prefix_sharing="often")
+
+
+@pytest.mark.parametrize(
+    ("argument", "value", "least"),
+    [
+        ("row_tokens", "0", 1),
+        ("row_tokens", "wide", 1),
+        ("prefix_cache_tokens", "-5", 0),
+        ("prefix_cache_tokens", 2.5, 0),
+    ],
+)
+def test_bad_position_counts_are_refused_by_name(tiny_lms, argument: str, value: object, least: int) -> None:
+    stock_lm, _ = tiny_lms
+    common = {"pretrained": stock_lm.model, "tokenizer": stock_lm.tokenizer, "batch_size": 4}
+    with pytest.raises(ValueError, match=f"{argument}={value!r}: use a whole number of positions, {least} or more"):
+        PrefixReuseHFLM(**common, **{argument: value})
+    assert PrefixReuseHFLM(**common, **{argument: " 7 "}).__dict__[argument] == 7
 
 
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device")

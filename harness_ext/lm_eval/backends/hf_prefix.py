@@ -157,21 +157,21 @@ def cache_argument(model: torch.nn.Module) -> str:
     return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
-def _positions(name: str, value: Any) -> int:
-    """A model argument that is a count of positions, 0 or more."""
+def _positions(name: str, value: Any, least: int = 0) -> int:
+    """A model argument that is a count of positions, `least` or more."""
     try:
         count = int(str(value).strip())
     except ValueError:
-        count = -1
-    if count < 0:
-        raise ValueError(f"model argument {name}={value!r}: use a whole number of positions, 0 or more")
+        count = least - 1
+    if count < least:
+        raise ValueError(f"model argument {name}={value!r}: use a whole number of positions, {least} or more")
     return count
 
 
-def _auto_flag(name: str, value: Any) -> bool | None:
-    """A model argument that is auto (None: decided by the device), true or false."""
+def _auto_flag(name: str, value: Any, auto: bool) -> bool:
+    """A model argument that is true, false or auto (then `auto`: what suits the device)."""
     try:
-        return None if str(value).strip().lower() == "auto" else as_flag(name, value)
+        return auto if str(value).strip().lower() == "auto" else as_flag(name, value)
     except ValueError:
         raise ValueError(f"model argument {name}={value!r}: use auto, true or false") from None
 
@@ -305,16 +305,17 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
     ) -> None:
         self._warm_up: Background | None = None
         super().__init__(*args, **kwargs)
-        self.row_tokens = int(row_tokens)
-        self.prefix_cache_tokens = int(prefix_cache_tokens)
-        if self.row_tokens < 1 or self.prefix_cache_tokens < 0:
-            raise ValueError(
-                f"biasmonkey-hf: row_tokens={row_tokens} (>= 1), prefix_cache_tokens={prefix_cache_tokens} (>= 0)"
-            )
+        self.row_tokens = _positions("row_tokens", row_tokens, least=1)
+        self.prefix_cache_tokens = _positions("prefix_cache_tokens", prefix_cache_tokens)
         self.prefix_sharing = as_flag("prefix_sharing", prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
-        self.pack_rows = _auto_flag("pack_rows", pack_rows)
-        self.fuse_norms = _auto_flag("fuse_norms", fuse_norms)
+        cuda = self.device.type == "cuda"
+        # Packing puts several planned rows in one batch row over the union of their cached paths:
+        # fewer, fuller forwards (on a GPU each has a fixed cost in kernel launches), but each position
+        # attends to that union, masked: on CPU, where time follows the positions attended, 5-16 %
+        # slower (SmolLM2-135M's shape, 2 cores). Hence auto: on an accelerator.
+        self.pack_rows = _auto_flag("pack_rows", pack_rows, auto=self.device.type != "cpu")
+        self.fuse_norms = _auto_flag("fuse_norms", fuse_norms, auto=cuda)  # (one kernel on CUDA only)
         self.attention_chunk = _positions("attention_chunk", attention_chunk)
         self._norms: list[tuple[torch.nn.Module, Forward]] | None = None  # (`_fused_norms`, at the first forward)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
@@ -322,8 +323,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         self._cache_argument: str | None = None
         self._devices: list[str] | None = None  # the devices of the model's weights (`_split_devices`)
         self.reset_counters()
-        warm = _auto_flag("warm_up", warm_up)
-        if (self.device.type == "cuda" if warm is None else warm) and self._prefix_path_supported():
+        if _auto_flag("warm_up", warm_up, auto=cuda) and self._prefix_path_supported():
             self._warm_up = Background(self._warm_up_forwards, "biasmonkey-hf warm-up")
 
     def _warm_up_forwards(self) -> None:
@@ -391,13 +391,6 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
                 type(layer) is DynamicLayer for layer in cache.layers
             )
         return self._masks_supported
-
-    def _packs_rows(self) -> bool:
-        """`pack_rows`; "auto": on an accelerator, not on CPU. Packing puts several planned rows in
-        one batch row over the union of their cached paths: fewer, fuller forwards (on a GPU each has
-        a fixed cost in kernel launches), but each position attends to that union, masked: on CPU,
-        where time follows the positions attended, 5-16 % slower (SmolLM2-135M's shape, 2 cores)."""
-        return self.device.type != "cpu" if self.pack_rows is None else self.pack_rows
 
     def _check_context(self, needed: list[int], what: str, limit: int | None = None) -> None:
         """Requests needing more tokens than the model's context: an error, or counted and logged
@@ -579,11 +572,10 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
             yield
 
     def _fused_norms(self) -> list[tuple[torch.nn.Module, Forward]]:
-        """`fuse_norms`; "auto": on CUDA, where PyTorch normalises in one kernel (fused_norms.py; the
-        modules found, and their classes probed, at the first forward)."""
+        """The norms run as `F.rms_norm` with `fuse_norms` (auto: on CUDA, where PyTorch normalises in
+        one kernel; fused_norms.py): the modules found, and their classes probed, at the first forward."""
         if self._norms is None:
-            on = self.device.type == "cuda" if self.fuse_norms is None else self.fuse_norms
-            self._norms = fusable_norms(self.model) if on else []
+            self._norms = fusable_norms(self.model) if self.fuse_norms else []
             if self._norms:
                 kinds = sorted({type(module).__name__ for module, _ in self._norms})
                 log.info("biasmonkey-hf: %d norms (%s) run as F.rms_norm", len(self._norms), ", ".join(kinds))
@@ -696,7 +688,7 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         on_spine: dict[int, tuple[int, int]] = {}  # node of a kept spine -> (spine, its nodes up to this one)
         cached = ran = 0
         ready = planner.take(ROOT)
-        pack = self._packs_rows()
+        pack = self.pack_rows
         pbar = tqdm(total=len(trie), disable=not show, desc="biasmonkey-hf prefix-tree tokens")
 
         def release(anchor: int) -> None:
