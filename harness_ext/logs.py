@@ -396,7 +396,11 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
             if _intermediate(results[results_path], task, family):
                 continue  # a step whose outputs feed another run (e.g. free answers before extraction)
             model, config = _model_of_results(results[results_path], path.parent)
-            settings = as_settings(lm_eval_settings(results[results_path], task, family))
+            settings = (  # (no run configuration in the file: its settings are not known)
+                as_settings(lm_eval_settings(results[results_path], task, family))
+                if isinstance(results[results_path].get("config"), dict)
+                else UNKNOWN_SETTINGS
+            )
             given = _given_options(family, _task_metadata(results[results_path], task), "lm_eval")
         else:  # no results file of this run: the folder's model, settings unknown
             model, config, settings, given = _folder_model(path.parent), {}, UNKNOWN_SETTINGS, {}

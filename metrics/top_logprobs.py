@@ -55,11 +55,17 @@ class ImputedLogprob(float):
 
 
 def logged_logprob(value: float | str) -> tuple[float, bool]:
-    """A log-likelihood as a harness returned it (float) or logged it (string), and whether it was imputed."""
+    """A log-likelihood as a harness returned it (float) or logged it (string), and whether it was
+    imputed. One above 0 (beyond `LOGPROB_TOLERANCE`, +inf too) is a ValueError: no model gives it,
+    and read as a score it would outweigh every real answer (not finite: left to the scoring)."""
     if isinstance(value, str):
         number = value.removesuffix(ImputedLogprob.MARK)
-        return float(number), number != value
-    return float(value), isinstance(value, ImputedLogprob)
+        read = float(number), number != value
+    else:
+        read = float(value), isinstance(value, ImputedLogprob)
+    if read[0] > LOGPROB_TOLERANCE:
+        raise ValueError(logprob_problem(read[0]))
+    return read
 
 
 def logprob_problem(value: object) -> str | None:

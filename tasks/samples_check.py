@@ -49,12 +49,42 @@ class RunCount:
     ids: frozenset[int] | None  # the doc_ids 0…effective−1; None after a --samples selection (any ids)
 
 
+# The parts of a results file that readers look into, each an object when present (per task: `configs`
+# and `n-samples` by task name, a task's `metadata` its run options).
+RESULTS_OBJECTS = ("config", "configs", "results", "n-samples", "n-shot")
+TASK_OBJECTS = ("configs", "n-samples")
+
+
 def read_results(path: Path) -> dict[str, Any]:
-    """An lm-eval results file; an error naming it when it is not one."""
+    """An lm-eval results file; an error naming it when it is not one (not JSON, or JSON of
+    another shape: a top level, or a part readers look into, that is not an object)."""
     try:
-        return json.loads(path.read_text())
+        results = json.loads(path.read_text())
     except (json.JSONDecodeError, UnicodeDecodeError) as err:
         raise ValueError(f"{path}: not a readable lm-eval results file ({err})") from err
+    if (problem := _shape_problem(results)) is not None:
+        raise ValueError(
+            f"{path}: not an lm-eval results file ({problem}); restore the file the run wrote, or rerun the task"
+        )
+    return results
+
+
+def _shape_problem(results: Any) -> str | None:
+    def kind(value: Any) -> str:
+        return "null" if value is None else type(value).__name__
+
+    if not isinstance(results, dict):
+        return f"its top level is {kind(results)}, not an object"
+    for key in RESULTS_OBJECTS:
+        if key in results and results[key] is not None and not isinstance(results[key], dict):
+            return f"{key!r} is {kind(results[key])}, not an object"
+    for key in TASK_OBJECTS:
+        for task, value in (results.get(key) or {}).items():
+            if not isinstance(value, dict):
+                return f"{key}[{task!r}] is {kind(value)}, not an object"
+            if key == "configs" and value.get("metadata") is not None and not isinstance(value["metadata"], dict):
+                return f"configs[{task!r}]['metadata'] is {kind(value['metadata'])}, not an object"
+    return None
 
 
 def check_samples(path: Path, logged: list[LoggedDoc]) -> None:

@@ -135,6 +135,54 @@ def test_a_repeated_line_is_refused_without_a_results_file(
     assert_refused(status, err, f"{samples}: 4 samples for {TASK} but doc_id 1 twice (lines 2, 4)", "rerun the task")
 
 
+def test_a_log_likelihood_above_0_is_refused(copied: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    """No model gives it; read as a score it would outweigh every other answer (here Δ -0.41 became
+    -19.1), so the file is refused, naming the line."""
+    samples, _ = copied
+
+    def raise_first(lines: list[str]) -> list[str]:
+        sample = json.loads(lines[0])
+        sample["filtered_resps"][0][0] = "5.0"
+        return [json.dumps(sample) + "\n", *lines[1:]]
+
+    edit_lines(samples, raise_first)
+    status, err = summarize(samples.parent.parent, capsys)
+    assert_refused(status, err, f"{samples}, line 1: not a biasmonkey pair sample", "log-probability +5 is above 0")
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (lambda r: None, "its top level is null, not an object"),
+        (lambda r: [r], "its top level is list, not an object"),
+        (lambda r: r | {"config": "dtype=float32"}, "'config' is str, not an object"),
+        (lambda r: r | {"configs": {TASK: "acquiescence"}}, f"configs['{TASK}'] is str, not an object"),
+        (lambda r: r | {"configs": {TASK: {"metadata": [1]}}}, f"configs['{TASK}']['metadata'] is list, not an object"),
+        (lambda r: r | {"n-samples": {TASK: 3}}, f"n-samples['{TASK}'] is int, not an object"),
+    ],
+)
+def test_a_results_file_of_another_shape_is_refused(
+    copied: tuple[Path, Path], capsys: pytest.CaptureFixture, change: Callable[[dict], object], problem: str
+) -> None:
+    """Valid JSON that is no results file (every reader went through it with .get and stopped on a traceback)."""
+    _, results = copied
+    results.write_text(json.dumps(change(json.loads(results.read_text()))))
+    status, err = summarize(results.parent.parent, capsys)
+    assert_refused(status, err, f"{results}: not an lm-eval results file ({problem})", "rerun the task")
+
+
+def test_a_results_file_without_the_run_configuration_says_settings_unknown(
+    copied: tuple[Path, Path], capsys: pytest.CaptureFixture
+) -> None:
+    samples, results = copied
+    data = json.loads(results.read_text())
+    del data["config"]
+    results.write_text(json.dumps(data))
+    status, err = summarize(samples.parent.parent, capsys)
+    assert status == 0, err
+    assert "(settings=unknown)" in (samples.parent.parent / "summary.md").read_text().splitlines()[0]
+
+
 def test_the_report_refuses_it_too(copied: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     samples, results = copied
     edit_lines(samples, lambda lines: [*lines, lines[0]])

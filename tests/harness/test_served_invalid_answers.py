@@ -38,6 +38,7 @@ from biasmonkey.metrics.top_logprobs import (
     InvalidLogprobs,
     check_top_logprobs,
     label_logprobs,
+    logged_logprob,
     logprob_problem,
     spelling_logprobs,
     top_logprobs_problem,
@@ -75,6 +76,31 @@ def test_log_probabilities_at_most_0_within_the_tolerance_are_valid(value: float
 def test_other_values_are_no_log_probabilities(value: Any, problem: str) -> None:
     message = logprob_problem(value)
     assert message is not None and re.fullmatch(problem, message), message
+
+
+@pytest.mark.parametrize(
+    ("logged", "problem"),
+    [
+        ("5.0", r"\+5 is above 0"),
+        (0.01, r"\+0\.01 is above 0"),
+        ("inf", "inf is not finite"),
+        ("0.5 imputed", "above 0"),
+    ],
+)
+def test_a_logged_log_likelihood_above_0_is_refused(logged: Any, problem: str) -> None:
+    """What lm-eval logs (strings) or hands a task: above 0 no model gives (a samples file edited or
+    a broken engine), and as a score it would outweigh every real answer."""
+    with pytest.raises(ValueError, match=problem):
+        logged_logprob(logged)
+
+
+@pytest.mark.parametrize(
+    ("logged", "read"),
+    [("-2.25", (-2.25, False)), ("-7.25 imputed", (-7.25, True)), (0.0, (0.0, False)), ("nan", (math.nan, False))],
+)
+def test_a_logged_log_likelihood_at_most_0_reads(logged: Any, read: tuple[float, bool]) -> None:
+    value, imputed = logged_logprob(logged)
+    assert (value == read[0] or math.isnan(read[0]) and math.isnan(value)) and imputed == read[1]
 
 
 def test_a_top_k_list_holds_at_most_all_the_mass() -> None:
