@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.app.compare_pairs import coverage_problems, pair_effects
+from biasmonkey.harness_ext.app.compare_pairs import check_distinct_pairs, coverage_problems, pair_effects
 from biasmonkey.harness_ext.app.compare_stats import measure_row
 from biasmonkey.harness_ext.app.summary import runs_in
 from biasmonkey.harness_ext.logs import Run, TaskOutput, short_name
@@ -131,6 +131,7 @@ def run_pairs(
             if not sep or not a or not b:
                 raise ValueError(f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D)")
             chosen.append((pick(a, runs, "--pairs"), pick(b, runs, "--pairs")))
+        check_distinct_pairs([(a.label, b.label) for a, b in chosen], "--pairs")
         return chosen
     if len(runs) < 2:
         raise ValueError(f"found {len(runs)} run ({', '.join(r.label for r in runs)}): compare needs two or more")
@@ -387,6 +388,7 @@ def published_model_pairs(pairs: str | None, names: Sequence[str], default: Sequ
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 raise ValueError(f"--pairs {pairs}: no published model {model!r}{hint} (known: {', '.join(names)})")
         chosen.append((a, b))
+    check_distinct_pairs(chosen, "--pairs")
     return chosen
 
 

@@ -36,6 +36,24 @@ def coverage_problems(task: str, sides: Sequence[tuple[Any, set[str]]]) -> list[
     return problems
 
 
+def check_distinct_pairs(pairs: Sequence[tuple[str, str]], option: str) -> None:
+    """Each pair of two different runs, and no two pairs of the same two runs (in either order): the
+    pairs are the units of the paired statistics, so a pair given twice would count as two
+    independent units (d and p inflated), and a run paired with itself adds a unit of no change."""
+    seen: dict[frozenset[str], tuple[str, str]] = {}
+    for a, b in pairs:
+        if a == b:
+            raise ValueError(f"{option} {a}:{b}: a run paired with itself; pair two different runs")
+        key = frozenset((a, b))
+        if key in seen:
+            order = "" if seen[key] == (a, b) else f" (once as {b}:{a})"
+            raise ValueError(
+                f"{option}: the pair {a}:{b} is given twice{order}; give each pair once, "
+                "as each counts as one independent unit"
+            )
+        seen[key] = (a, b)
+
+
 def common_rows(biases: Iterable[UnitBiases]) -> list[str]:
     """The rows every run has."""
     return sorted(set.intersection(*(set(b) for b in biases)))

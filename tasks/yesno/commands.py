@@ -24,7 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.app.compare_pairs import common_rows, coverage_problems, pair_effects
+from biasmonkey.harness_ext.app.compare_pairs import check_distinct_pairs, common_rows, coverage_problems, pair_effects
 from biasmonkey.harness_ext.logs import TaskOutput, newest, one_run, scan
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.yesno.compare import CORRECTIONS, unit_biases
@@ -73,6 +73,7 @@ def compare_dirs(
     (the rows: `harness_ext.app.compare_pairs.pair_effects`, as `biasmonkey compare --pairs` computes them)."""
     if not pairs:
         raise ValueError("give at least one --pair BASE_DIR INSTRUCT_DIR")
+    check_distinct_pairs([(str(a.resolve()), str(b.resolve())) for a, b in pairs], "--pair")
     if unit not in UNITS:
         raise ValueError(f"--unit {unit!r} is invalid; use one of {', '.join(UNITS)}")
     records = [tuple(yesno_records(folder) for folder in pair) for pair in pairs]

@@ -227,6 +227,30 @@ def test_model_pairs_form_matches_yesno_compare(runs: dict[str, Path], capsys: p
     assert rb["mean_difference"] == pytest.approx(abs(sum(db.values()) / 8) - abs(sum(da.values()) / 8))
 
 
+def test_a_pair_given_twice_or_a_run_paired_with_itself_is_refused(
+    runs: dict[str, Path], capsys: pytest.CaptureFixture
+) -> None:
+    """The pairs are the paired statistics' units: the same pair twice would count as two independent
+    units (d and p inflated), a run with itself as a unit of no change."""
+    alpha, beta = runs["alpha"], runs["beta"]
+
+    def refused(argv: list[str]) -> str:
+        assert main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("biasmonkey: error: ") and err.count("\n") == 1 and "Traceback" not in err, err
+        return err
+
+    a, b = f"{alpha}", f"{beta}"
+    both = ["compare", a, b, "--json", "--pairs"]
+    la, lb = "alpha (dtype=float32, limit=8)", "beta (dtype=float32, limit=8)"  # the runs' labels
+    assert f"the pair {la}:{lb} is given twice; give each pair once" in refused([*both, f"{a}:{b},{a}:{b}"])
+    assert f"the pair {lb}:{la} is given twice (once as {la}:{lb})" in refused([*both, f"{a}:{b},{b}:{a}"])
+    assert f"--pairs {la}:{la}: a run paired with itself" in refused([*both, f"{a}:{a}"])
+    twice = ["yesno-compare", "--pair", a, b, "--pair", a, b]
+    assert f"--pair: the pair {alpha.resolve()}:{beta.resolve()} is given twice" in refused(twice)
+    assert "a run paired with itself" in refused(["yesno-compare", "--pair", a, str(alpha / ".")])
+
+
 def test_answer_position_overall_row(runs: dict[str, Path]) -> None:
     rows = {(r["task"], r["measure"]): r for r in compare([runs["alpha"], runs["beta"]]).rows}
     subjects = ("abstract_algebra", "astronomy")

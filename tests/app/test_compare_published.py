@@ -166,3 +166,7 @@ def test_unknown_published_model_in_pairs(data_dir: Path, capsys: pytest.Capture
     err = error(["--published", "yesno", "--pairs", "Qwen-7B:Qwen1.5-7B-Chat"], capsys)
     assert "no published model 'Qwen-7B'; did you mean 'Qwen1.5-7B'?" in err
     assert "A:B" in error(["--published", "yesno", "--pairs", "Qwen1.5-7B"], capsys)
+    twice = "Qwen1.5-7B:Qwen1.5-7B-Chat,Qwen1.5-7B-Chat:Qwen1.5-7B"
+    assert "is given twice (once as Qwen1.5-7B:Qwen1.5-7B-Chat)" in error(
+        ["--published", "yesno", "--pairs", twice], capsys
+    )
