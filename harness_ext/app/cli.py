@@ -17,6 +17,7 @@ from biasmonkey.harness_ext.app.data_command import add_subcommand as add_data
 from biasmonkey.harness_ext.app.plan import add_subcommand as add_plan
 from biasmonkey.harness_ext.app.run import add_subcommand as add_run
 from biasmonkey.harness_ext.app.run import tasks_dir
+from biasmonkey.harness_ext.app.run_checks import positive_int
 from biasmonkey.harness_ext.app.task_files_command import add_subcommand as add_task_files
 from biasmonkey.harness_ext.app.tasks_command import add_subcommand as add_tasks
 from biasmonkey.tasks.families import FAMILIES, family_module
@@ -255,7 +256,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("config", type=Path, help="e.g. configs/inspect_response_bias.yaml")
     p.add_argument("--model", help="Inspect model, e.g. openai/gpt-4o-mini or hf/<folder> (overrides the file)")
     p.add_argument("--log-dir", help="log folder (overrides the file)")
-    p.add_argument("--limit", type=int, help="pairs per task (for a quick look)")
+    p.add_argument("--limit", type=positive_int, help="pairs per task (for a quick look)")
     p.add_argument(
         "-T",
         dest="task_arg",

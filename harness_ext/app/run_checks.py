@@ -124,17 +124,30 @@ def check_device(name: str) -> None:
         raise ValueError(f"--device {name}: torch sees {count} {kind.upper()} device(s); use --device cpu")
 
 
-def check_output(output: Path) -> None:
-    """The output folder must be a folder we can write into, or creatable (nothing is created here)."""
+def check_output(output: Path, flag: str = "--output") -> None:
+    """The output folder (option `flag`) must be a folder we can write into, or creatable (nothing is
+    created here)."""
     if output.exists() and not output.is_dir():
-        raise ValueError(f"--output {output}: a file is in the way; give a folder")
+        raise ValueError(f"{flag} {output}: a file is in the way; give a folder")
     existing = output.absolute()
     while not existing.exists():
         existing = existing.parent
     if not existing.is_dir():
-        raise ValueError(f"--output {output}: {existing} is a file, not a folder; choose another folder")
+        raise ValueError(f"{flag} {output}: {existing} is a file, not a folder; choose another folder")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise ValueError(f"--output {output}: {existing} is not writable; choose another folder")
+        raise ValueError(f"{flag} {output}: {existing} is not writable; choose another folder")
+
+
+def check_include_path(folders: Iterable[Path]) -> None:
+    """Each --include-path must be a readable folder: lm-eval skips a missing one silently, so a typo
+    would fall back to its built-in task of the same name."""
+    for folder in folders:
+        if not folder.exists():
+            raise ValueError(f"--include-path {folder}: no such folder; give the folder of your lm-eval task files")
+        if not folder.is_dir():
+            raise ValueError(f"--include-path {folder}: not a folder; give the folder holding the task YAML files")
+        if not os.access(folder, os.R_OK | os.X_OK):
+            raise ValueError(f"--include-path {folder}: the folder is not readable")
 
 
 def check_api_key_env(name: str | None) -> None:

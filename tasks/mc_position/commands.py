@@ -9,10 +9,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.app.run_checks import check_include_path, check_output
 from biasmonkey.tasks.mc_position.wrappers import write_wrappers
+
+log = logging.getLogger(__name__)
 
 
 def _names(text: str) -> list[str]:
@@ -23,9 +27,11 @@ def _names(text: str) -> list[str]:
 
 
 def _search_path(include_path: list[Path]) -> list[str]:
-    """Where wrapped tasks are looked up: biasmonkey's task folder (its examples), then the user's."""
+    """Where wrapped tasks are looked up: biasmonkey's task folder (its examples), then the user's
+    (refused if missing: lm-eval would fall back to its built-in task of the same name)."""
     from biasmonkey.harness_ext.app.plan import tasks_dir
 
+    check_include_path(include_path)
     return [str(tasks_dir()), *(str(p) for p in include_path)]
 
 
@@ -57,6 +63,8 @@ def task_selection(args: argparse.Namespace, root: Path) -> tuple[str, Path] | N
     """With --position-of: the wrapper tasks (written into `root/position_tasks`, the run's output
     folder for `run`) and their folder, lm-eval's `--tasks` and `--include_path`; None otherwise."""
     if not getattr(args, "position_of", None):
+        if getattr(args, "include_path", None):
+            log.warning("--include-path applies to --position-of tasks only: ignored")
         return None
     if args.tasks:
         raise ValueError("--position-of and --tasks: run the wrapped tasks and the others separately")
@@ -66,6 +74,7 @@ def task_selection(args: argparse.Namespace, root: Path) -> tuple[str, Path] | N
 
 
 def cmd_position_tasks(args: argparse.Namespace) -> int:
+    check_output(args.out, "--out")  # a file in the way is named, before the (slow) task lookup
     wrapped = write_wrappers(args.task, args.out, _search_path(args.include_path))
     for name in wrapped:
         print(args.out / f"{name}.yaml")

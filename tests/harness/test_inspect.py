@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 import subprocess
 import sys
 from collections.abc import Callable
@@ -287,3 +288,56 @@ def test_eval_set_config_errors_name_the_problem(tmp_path: Path) -> None:
     assert parse_task_args(["mode=sample", "n_samples=5"]) == {"mode": "sample", "n_samples": 5}
     with pytest.raises(ValueError, match="'mode' is not key=value"):
         parse_task_args(["mode"])
+
+
+@pytest.mark.parametrize("limit", ["-1", "0"])
+def test_eval_set_limit_below_one_is_refused(limit: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from biasmonkey.harness_ext.app.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:  # argparse, before the config is read
+        main(["inspect-eval-set", "no-such.yaml", "--model", "mockllm/model", "--limit", limit])
+    assert exit_info.value.code == 2
+    assert f"argument --limit: {limit} must be at least 1" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        (b"tasks: [5]\n", "set.yaml: `tasks` must list task names like biasmonkey/acquiescence, not 5"),
+        (b"tasks: [biasmonkey/acquiescence]\ntask_args: 5\n", "set.yaml: `task_args` must be a mapping or null, not 5"),
+        (b"tasks: [biasmonkey/acquiescence]\nretry_attempts: abc\n", "set.yaml: `retry_attempts` must be an integer"),
+        (
+            b"tasks: [biasmonkey/acquiescence]\nincomplete_action: ask\n",
+            "`incomplete_action` must be 'retry' or 'error'",
+        ),
+        (b"tasks: [biasmonkey/acquiescence]\nlimit: -1\n", "set.yaml: `limit` must be at least 1"),
+        (b"tasks: [biasmonkey/acquiescence]\n# caf\xe9\n", "set.yaml: not UTF-8 text"),
+        (b"tasks: [biasmonkey/nope]\ntasks: [biasmonkey/acquiescence]\n", "set.yaml: .* line 2: duplicate key `tasks`"),
+        (
+            b"tasks: [biasmonkey/acquiescence]\nlog_dir: afile/logs\n",
+            "set.yaml: `log_dir` afile/logs: .*afile is a file",
+        ),
+    ],
+)
+def test_eval_set_config_values_are_checked(
+    text: bytes, error: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from biasmonkey.harness_ext.app.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "set.yaml").write_bytes(text)
+    assert main(["inspect-eval-set", "set.yaml", "--model", "mockllm/model"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("biasmonkey: error: ") and err.count("\n") == 1
+    assert re.search(error, err), err
+
+
+def test_eval_set_log_dir_must_not_be_a_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from biasmonkey.harness_ext.app.cli import main
+
+    config, log_file = tmp_path / "set.yaml", tmp_path / "logs"
+    config.write_text("tasks: [biasmonkey/acquiescence]\n")
+    log_file.write_text("")
+    assert main(["inspect-eval-set", str(config), "--model", "mockllm/model", "--log-dir", str(log_file)]) == 2
+    assert f"biasmonkey: error: --log-dir {log_file}: a file is in the way" in capsys.readouterr().err

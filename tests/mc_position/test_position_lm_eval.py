@@ -163,3 +163,49 @@ def test_an_unknown_task_is_named(tmp_path: Path, capsys: pytest.CaptureFixture)
     err = capsys.readouterr().err
     assert "lm-eval task no_such_task: not found; list the tasks with `lm_eval ls tasks`" in err
     assert "Traceback" not in err and not (tmp_path / "w").exists()
+
+
+def test_an_out_that_is_a_file_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    for out, problem in ((afile, "a file is in the way; give a folder"), (afile / "sub", f"{afile} is a file")):
+        assert main(["position-tasks", "mmlu_anatomy_authors", "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert f"biasmonkey: error: --out {out}: {problem}" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", ["position-tasks", "plan", "run"])
+def test_an_include_path_that_is_no_folder_is_named(
+    command: str, tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A typo in --include-path is refused, not a silent fallback to lm-eval's task of the same name."""
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    args = {
+        "position-tasks": ["position-tasks", "mmlu_anatomy_authors", "--out", str(tmp_path / "w")],
+        "plan": ["plan", "--position-of", "mmlu_anatomy_authors", "--limit", "1"],
+        "run": ["run", "--position-of", "mmlu_anatomy_authors", "--limit", "1", "--model", str(tiny_model)]
+        + ["--device", "cpu", "--output", str(tmp_path / "out")],
+    }[command]
+    for folder, problem in ((tmp_path / "nope", "no such folder"), (afile, "not a folder")):
+        assert main([*args, "--include-path", str(folder)]) == 2
+        err = capsys.readouterr().err
+        assert f"biasmonkey: error: --include-path {folder}: {problem}" in err and "Traceback" not in err
+    assert not (tmp_path / "w").exists()
+
+
+def test_an_include_path_without_position_of_is_ignored_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    import argparse
+
+    from biasmonkey.tasks.mc_position.commands import task_selection
+
+    args = argparse.Namespace(position_of=None, include_path=[tmp_path / "mine"], tasks="biasmonkey_acquiescence")
+    with caplog.at_level("WARNING"):
+        assert task_selection(args, tmp_path) is None
+    assert "--include-path applies to --position-of tasks only: ignored" in caplog.text
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert task_selection(argparse.Namespace(position_of=None, include_path=[], tasks=None), tmp_path) is None
+    assert not caplog.text
