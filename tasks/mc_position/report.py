@@ -434,6 +434,8 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Any:
         )
         if note := like_with_like(rows):
             s.blocks.append(note)
+        if not (recalls["task"] == task).any():
+            continue  # no item scored (e.g. --limit below an item's orders): the table says why
         s.blocks.append(
             Figure(
                 f"{task}: recall per answer position over all orders, raw and after each correction that has numbers; "

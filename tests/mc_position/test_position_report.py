@@ -228,3 +228,17 @@ def test_items_whose_original_order_has_no_answer_are_counted_and_named(run: dic
 
     (row,) = [w for w in report.warnings([Model()], {}) if w["warning"] == "items left out"]
     assert row["task"] == TASK and row["detail"].startswith(note.split(": ", 1)[1])
+
+
+def test_a_run_without_a_scored_item_still_reports(tiny_model: Path, tmp_path: Path) -> None:
+    """`--limit 1` holds the content-free document only: no item, so no numbers. The report says so
+    in the task's table, with no recall figure and no headline panel (it used to stop on an empty figure)."""
+    import biasmonkey.harness_ext.app.report as report
+
+    write_wrappers(["mmlu_anatomy_authors"], tmp_path / "wrapped", [str(EXAMPLES)])
+    run_lm_eval(tiny_model, tmp_path / "out", TASK, "--limit", "1", include=str(tmp_path / "wrapped"))
+    text = report.write_report([tmp_path / "out"], tmp_path / "report", {str(tiny_model): "tiny"}).read_text()
+    assert f"*{NAME}: raw vs each correction*" in text and "no numbers: no items" in text
+    figures = {p.name for p in (tmp_path / "report" / "figures").glob("*.png")}
+    assert "position_rstd.png" in figures and not any(f.startswith("position_recalls_") for f in figures)
+    assert "headline.png" not in figures

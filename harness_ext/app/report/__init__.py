@@ -183,7 +183,9 @@ def verdict(tables: Mapping[str, pd.DataFrame], models: Sequence[ModelResults]) 
 
 
 def headline(tables: Mapping[str, pd.DataFrame], models: Sequence[ModelResults], fig_dir: Path) -> Figure | None:
-    panels = [p for module in family_reports(models).values() if (p := call(module, "headline", tables))]
+    panels = [  # (a panel without numbers, e.g. every cell's items left out, is no panel)
+        p for module in family_reports(models).values() if (p := call(module, "headline", tables)) and p.values.size
+    ]
     path = headline_figure(panels, fig_dir / "headline.png")
     if path is None:
         return None
