@@ -1,6 +1,7 @@
 """Human answer distributions for the representativeness score, supplied by the user.
 
-Two formats (shares are fractions of all respondents; per question they must sum to 1 ± 0.01):
+Two formats, UTF-8 text with or without a BOM (shares are fractions of all respondents; per
+question they must sum to 1 ± 0.01):
 
 CSV, long format, one row per option, header `key,option,share` and an optional `refusal` column:
 
@@ -31,7 +32,6 @@ naming the key.
 
 from __future__ import annotations
 
-import csv
 import json
 import math
 import string
@@ -43,6 +43,7 @@ from typing import Any
 from biasmonkey.metrics.representativeness import QuestionScore, question_representativeness
 from biasmonkey.metrics.response_bias import PERTURBATIONS
 from biasmonkey.tasks.contract import lm_eval_task_name
+from biasmonkey.tasks.response_bias.data import read_csv, read_utf8
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.survey_questions import (
     REWORDED_BIASES,
@@ -72,6 +73,8 @@ def _letter_position(letter: str, where: str) -> int:
 
 
 def _share(value: Any, where: str) -> float:
+    if isinstance(value, bool):  # JSON true/false: float() would take them as 1 and 0
+        raise ValueError(f"{where}: share {json.dumps(value)} is not a number; write the fraction, e.g. 0.25")
     try:
         share = float(value)
     except (TypeError, ValueError):
@@ -97,34 +100,33 @@ def _checked(
 
 def _from_csv(path: Path) -> dict[str, HumanDistribution]:
     rows: dict[str, dict[str, Any]] = {}
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = {"key", "option", "share"} - set(reader.fieldnames or ())
-        if missing:
-            raise ValueError(
-                f"{path}: missing column(s) {', '.join(sorted(missing))}; expected key,option,share[,refusal]"
-            )
-        for line, row in enumerate(reader, start=2):
-            where = f"{path}, row {line}"
-            key, option = (row["key"] or "").strip(), (row["option"] or "").strip()
-            if not key:
-                raise ValueError(f"{where}: empty key")
-            entry = rows.setdefault(key, {"shares": {}, "refusal": None, "refusal_options": []})
-            share = _share(row["share"], where)
-            if option.lower() == REFUSED:
-                if entry["refusal"] is not None:
-                    raise ValueError(f"{where}: a second {REFUSED!r} row for question {key}")
-                entry["refusal"] = share
-                continue
-            pos = _letter_position(option, where)
-            if pos in entry["shares"]:
-                raise ValueError(f"{where}: option {option} of question {key} appears twice")
-            entry["shares"][pos] = share
-            flag = (row.get("refusal") or "").strip().lower()
-            if flag not in TRUE_WORDS + FALSE_WORDS:
-                raise ValueError(f"{where}: refusal {flag!r} must be one of yes/no/true/false/1/0 or empty")
-            if flag in TRUE_WORDS:
-                entry["refusal_options"].append(pos)
+    reader = read_csv(path)
+    missing = {"key", "option", "share"} - set(reader.fieldnames or ())
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(sorted(missing))}; expected key,option,share[,refusal]")
+    for line, row in enumerate(reader, start=2):
+        where = f"{path}, row {line}"
+        key, option = (row["key"] or "").strip(), (row["option"] or "").strip()
+        if not key:
+            raise ValueError(f"{where}: empty key")
+        entry = rows.setdefault(key, {"shares": {}, "refusal": None, "refusal_options": []})
+        share = _share(row["share"], where)
+        if option.lower() == REFUSED:
+            if entry["refusal"] is not None:
+                raise ValueError(f"{where}: a second {REFUSED!r} row for question {key}")
+            entry["refusal"] = share
+            continue
+        pos = _letter_position(option, where)
+        if pos in entry["shares"]:
+            raise ValueError(f"{where}: option {option} of question {key} appears twice")
+        entry["shares"][pos] = share
+        flag = (row.get("refusal") or "").strip().lower()
+        if flag not in TRUE_WORDS + FALSE_WORDS:
+            raise ValueError(f"{where}: refusal {flag!r} must be one of yes/no/true/false/1/0 or empty")
+        if flag in TRUE_WORDS:
+            entry["refusal_options"].append(pos)
+    if not rows:
+        raise ValueError(f"{path}: no rows below the header; add one row per question and option (key,option,share)")
     out = {}
     for key, entry in rows.items():
         positions = sorted(entry["shares"])
@@ -138,11 +140,13 @@ def _from_csv(path: Path) -> dict[str, HumanDistribution]:
 
 def _from_json(path: Path) -> dict[str, HumanDistribution]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as err:
         raise ValueError(f"{path}: not valid JSON ({err})") from None
     if not isinstance(data, dict):
         raise ValueError(f'{path}: expected an object {{key: {{"shares": [...]}}}}')
+    if not data:
+        raise ValueError(f'{path}: no questions; expected {{key: {{"shares": [...]}}, ...}}')
     out = {}
     for key, entry in data.items():
         where = f"{path}, question {key}"

@@ -11,7 +11,6 @@ each quirk is reproduced on purpose and commented where it happens.
 
 from __future__ import annotations
 
-import csv
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from biasmonkey.metrics import (
     summarize_deltas,
 )
 from biasmonkey.tasks.response_bias.data import COLUMNS as COLUMNS_BY_BIAS
+from biasmonkey.tasks.response_bias.data import read_csv
 from biasmonkey.tasks.response_bias.pairs import ALLOW_FORBID_EXCLUDED
 
 ROWS_PER_GROUP = 50
@@ -95,30 +95,27 @@ def read_samples(path: str | Path, groups: tuple[str, str]) -> dict[str, tuple[G
         raise ValueError(f"{path}: sample file not found")
     answers: dict[str, dict[str, Counter[str]]] = {}  # key -> group -> response -> rows
     options: dict[tuple[str, str], int] = {}  # (key, group) -> num_options
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
-        if missing:
-            raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (header: {reader.fieldnames})")
-        for row in reader:
-            where = f"{path}, line {reader.line_num}"
-            if any(row[c] is None for c in COLUMNS):
-                raise ValueError(f"{where}: expected {len(COLUMNS)} fields, got a short row")
-            key, response, group = row["key"], row["response"], row["group"]
-            if group not in groups:
-                raise ValueError(f"{where} (key {key!r}): group {group!r} is not one of {groups}")
-            if not _RESPONSE.fullmatch(response):
-                raise ValueError(
-                    f"{where} (key {key!r}): response {response!r} is neither empty nor one lower-case letter"
-                )
-            n_options = int(row["num_options"]) if row["num_options"].strip().isdigit() else 0
-            if n_options < 1:
-                raise ValueError(f"{where} (key {key!r}): num_options {row['num_options']!r} is not a positive integer")
-            if options.setdefault((key, group), n_options) != n_options:
-                raise ValueError(
-                    f"{where}: num_options {n_options} differs from earlier rows of key {key!r}, group {group!r}"
-                )
-            answers.setdefault(key, {g: Counter() for g in groups})[group][response] += 1
+    reader = read_csv(path)
+    missing = [c for c in COLUMNS if c not in (reader.fieldnames or [])]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {', '.join(missing)} (header: {reader.fieldnames})")
+    for row in reader:
+        where = f"{path}, line {reader.line_num}"
+        if any(row[c] is None for c in COLUMNS):
+            raise ValueError(f"{where}: expected {len(COLUMNS)} fields, got a short row")
+        key, response, group = row["key"], row["response"], row["group"]
+        if group not in groups:
+            raise ValueError(f"{where} (key {key!r}): group {group!r} is not one of {groups}")
+        if not _RESPONSE.fullmatch(response):
+            raise ValueError(f"{where} (key {key!r}): response {response!r} is neither empty nor one lower-case letter")
+        n_options = int(row["num_options"]) if row["num_options"].strip().isdigit() else 0
+        if n_options < 1:
+            raise ValueError(f"{where} (key {key!r}): num_options {row['num_options']!r} is not a positive integer")
+        if options.setdefault((key, group), n_options) != n_options:
+            raise ValueError(
+                f"{where}: num_options {n_options} differs from earlier rows of key {key!r}, group {group!r}"
+            )
+        answers.setdefault(key, {g: Counter() for g in groups})[group][response] += 1
     if not answers:
         raise ValueError(f"{path}: no sample rows")
     samples = {}

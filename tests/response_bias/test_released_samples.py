@@ -223,3 +223,19 @@ def test_unknown_group(sample_dir: Path):
     message = r"response_order-letter_swap\.csv, line 4 \(key 'Q1_W1'\): group 'pos alpha'"
     with pytest.raises(ValueError, match=message):
         score_sample_dir(sample_dir)
+
+
+def test_non_utf8_file_is_named(sample_dir: Path):
+    path = sample_dir / "odd_even.csv"
+    path.write_bytes(path.read_bytes().replace(b"Q2_W1", b"Q2_W\xff", 1))
+    with pytest.raises(ValueError, match=r"odd_even\.csv: not UTF-8 text \(byte 0xff on line \d+\); save it as UTF-8"):
+        score_sample_dir(sample_dir)
+
+
+def test_bom_is_accepted(sample_dir: Path):
+    # Excel's "CSV UTF-8" starts the file with a byte-order mark
+    before = score_sample_dir(sample_dir)
+    for name in expected_files():
+        path = sample_dir / name
+        path.write_bytes(b"\xef\xbb\xbf" + path.read_bytes())
+    assert score_sample_dir(sample_dir) == before

@@ -92,6 +92,48 @@ def test_loader_errors_name_the_file_and_row_or_key(name: str, message: str) -> 
         load_human_distributions(FIXTURES / name)
 
 
+def test_csv_with_a_bom_loads_like_one_without(tmp_path: Path) -> None:
+    # Excel's "CSV UTF-8" starts the file with a byte-order mark
+    path = tmp_path / "bom.csv"
+    path.write_bytes(b"\xef\xbb\xbf" + (FIXTURES / "human.csv").read_bytes())
+    assert load_human_distributions(path) == load_human_distributions(FIXTURES / "human.csv")
+
+
+@pytest.mark.parametrize(
+    ("name", "content", "message"),
+    [
+        (
+            "latin1.csv",
+            b"key,option,share\nK,A\xff,0.5\nK,B,0.5\n",
+            r"latin1.csv: not UTF-8 text \(byte 0xff on line 2\)",
+        ),
+        ("latin1.json", b'{"K\xe9": {"shares": [0.5, 0.5]}}', r"latin1.json: not UTF-8 text \(byte 0xe9 on line 1\)"),
+        ("header_only.csv", b"key,option,share,refusal\n", r"header_only.csv: no rows below the header"),
+        ("empty.json", b"{}", r"empty.json: no questions"),
+        ("bool.json", b'{"K": {"shares": [true, false]}}', r"bool.json, question K: share true is not a number"),
+        (
+            "bool_refusal.json",
+            b'{"K": {"shares": [0.5, 0.5], "refusal": false}}',
+            r"bool_refusal.json, question K: share false is not a number",
+        ),
+    ],
+)
+def test_unreadable_or_empty_human_files_are_errors_naming_the_file(
+    tmp_path: Path, name: str, content: bytes, message: str
+) -> None:
+    (tmp_path / name).write_bytes(content)
+    with pytest.raises(ValueError, match=message):
+        load_human_distributions(tmp_path / name)
+
+
+def test_cli_refuses_a_non_utf8_human_file_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "latin1.csv"
+    path.write_bytes(b"key,option,share\nK,A\xff,0.5\nK,B,0.5\n")
+    assert main(["representativeness", str(tmp_path), "--human", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"biasmonkey: error: {path}: not UTF-8 text") and err.count("\n") == 1
+
+
 def rec(key: str, bias: str, setting: str, p_q: list[float] | None, p_qp: list[float] | None = None) -> PairRecord:
     return PairRecord(key, bias, setting, p_q, p_qp, None, None, None)
 
