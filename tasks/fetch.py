@@ -141,11 +141,12 @@ def pinned_files() -> list[PinnedFile]:
     return [f for family in FAMILIES.values() for f in family.data_files()]
 
 
-def cache_status(files: list[PinnedFile], cache_dir: Path | None = None) -> dict[str, str]:
-    """local_path -> "verified" (cached, checksum matches), "corrupt" (cached, mismatch) or "missing"."""
+def cache_status(files: list[PinnedFile], cache_dir: Path | None = None, folder: Path | None = None) -> dict[str, str]:
+    """local_path -> "verified" (cached, checksum matches), "corrupt" (cached, mismatch) or "missing";
+    with `folder` (laid out like $BIASMONKEY_DATA_DIR), of the copies there instead of the cache."""
     status = {}
     for f in files:
-        path = f.cached(cache_dir)
+        path = folder / f.local_path if folder is not None else f.cached(cache_dir)
         status[f.local_path] = (
             "missing" if not path.is_file() else "verified" if sha256_of(path) == f.sha256 else "corrupt"
         )

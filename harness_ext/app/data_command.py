@@ -8,11 +8,12 @@ verified files from a local folder laid out like $BIASMONKEY_DATA_DIR instead of
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from biasmonkey.tasks.cache import cache_root
-from biasmonkey.tasks.fetch import PinnedFile, cache_status, fill_cache, pinned_files
+from biasmonkey.tasks.fetch import DATA_DIR_ENV, PinnedFile, cache_status, fill_cache, pinned_files
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -28,13 +29,20 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    status = cache_status(pinned_files())
+    """The files runs read: those under $BIASMONKEY_DATA_DIR while it is set, else the cache's."""
+    folder = os.environ.get(DATA_DIR_ENV)
+    status = cache_status(pinned_files(), folder=Path(folder) if folder else None)
     for name, state in status.items():
         print(f"{state:<9} {name}")
     verified = sum(state == "verified" for state in status.values())
-    print(f"{verified} of {len(status)} pinned files verified in {cache_root() / 'data'}")
+    where = f"${DATA_DIR_ENV} ({folder}), where runs read them while it is set" if folder else cache_root() / "data"
+    print(f"{verified} of {len(status)} pinned files verified in {where}")
     if verified < len(status):
-        print("fill the cache with: biasmonkey data fetch")
+        print(
+            f"put the upstream copies there, or unset {DATA_DIR_ENV} to use the cache (biasmonkey data fetch)"
+            if folder
+            else "fill the cache with: biasmonkey data fetch"
+        )
     return 0 if verified == len(status) else 1
 
 
@@ -52,5 +60,8 @@ def add_subcommand(subparsers: Any) -> None:
     )
     fetch.add_argument("-v", "--verbose", action="store_true", help="also list the files already cached")
     fetch.set_defaults(func=cmd_fetch)
-    status = sub.add_parser("status", help="list each pinned data file: verified, corrupt or missing in the cache")
+    status = sub.add_parser(
+        "status",
+        help="list each pinned data file: verified, corrupt or missing in the cache (in $BIASMONKEY_DATA_DIR when set)",
+    )
     status.set_defaults(func=cmd_status)

@@ -127,3 +127,25 @@ def test_fetch_from_a_local_folder_copies_verified_files_only(
     assert "cognitive/scenarios.txt: error: checksum mismatch" in out
     assert stand_ins.upstream.requests == []  # a copy that is there but wrong is not downloaded instead
     assert list(cache_status(pinned_files()).values()).count("verified") == 3
+
+
+def test_status_lists_the_data_dir_while_it_is_set(
+    stand_ins: SimpleNamespace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys
+) -> None:
+    """Runs read $BIASMONKEY_DATA_DIR's copies while it is set (checked against their sha256), not the
+    cache's: the status lists those, and the hint does not send an offline machine to a download."""
+    local = tmp_path / "shared"
+    for path, content in STAND_INS.items():
+        (local / path).parent.mkdir(parents=True, exist_ok=True)
+        (local / path).write_bytes(content)
+    monkeypatch.setenv("BIASMONKEY_DATA_DIR", str(local))
+    assert cli("data", "status") == 0
+    out = capsys.readouterr().out
+    assert out.count("verified  ") == 4 and f"4 of 4 pinned files verified in $BIASMONKEY_DATA_DIR ({local})" in out
+    (local / "cognitive" / "scenarios.txt").write_bytes(b"edited\n")
+    (local / "yesno" / "compsynq-data.zip").unlink()
+    assert cli("data", "status") == 1
+    out = capsys.readouterr().out
+    assert "corrupt   cognitive/scenarios.txt" in out and "missing   yesno/compsynq-data.zip" in out
+    assert "2 of 4 pinned files verified" in out and "unset BIASMONKEY_DATA_DIR to use the cache" in out
+    assert stand_ins.upstream.requests == []
