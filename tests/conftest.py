@@ -177,14 +177,15 @@ def data_dir() -> Path:
 
 @pytest.fixture(scope="session")
 def data_dir_with_cognitive_fixture(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A data folder with the real response-bias and yes-no files and, as the cognitive dataset,
-    the small test fixture (tests/fixtures/cognitive/tests.csv)."""
+    """A data folder with the real response-bias and yes-no files, the pinned cognitive scenarios and,
+    as the cognitive dataset, the small test fixture (tests/fixtures/cognitive/tests.csv)."""
     root = tmp_path_factory.mktemp("data")
     (root / "cognitive").mkdir()
     for name in ("biasmonkey", "yesno"):
         (root / name).symlink_to(data_dir / name)
     fixture = Path(__file__).parent / "fixtures" / "cognitive" / "tests.csv"
     (root / "cognitive" / "cognitive-biases-in-llms.csv").symlink_to(fixture)
+    (root / "cognitive" / "scenarios.txt").symlink_to(data_dir / "cognitive" / "scenarios.txt")  # (pinned)
     return root
 
 
