@@ -21,6 +21,8 @@ weights load. A prompt longer than the model's context is an error from the back
 Python's cyclic garbage collector leaves alone what exists when lm-eval starts evaluating
 (`freeze_before_evaluating`).
 
+A model argument biasmonkey's backends refuse (`ModelArgumentError`: `row_tokens=0`, `batch_size=0`,
+`pack_rows=maybe`, a server's `timeout=0`, …) is one line and exit status 2, before any weights load.
 A served model's failure (`ServerError`: the URL and what went wrong) is one line, not a traceback.
 Stopping keeps what finished (lm-eval's request cache commits each answer as it is stored): SIGINT
 and SIGTERM end the run with one line and exit status 130 / 143 instead of a traceback, and
@@ -42,7 +44,7 @@ from lm_eval._cli import HarnessCLI
 from lm_eval.utils import setup_logging
 
 from biasmonkey.harness_ext.lm_eval import backends  # noqa: F401  (registers the model backends)
-from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong
+from biasmonkey.harness_ext.lm_eval.backends.context import ContextTooLong, ModelArgumentError
 from biasmonkey.harness_ext.lm_eval.backends.served import ServerError
 from biasmonkey.harness_ext.lm_eval.parent_watch import die_with_parent
 from biasmonkey.harness_ext.lm_eval.preflight import check_run
@@ -126,6 +128,9 @@ def main() -> None:
         freeze_before_evaluating()
         parser.execute(args)
     # each message names what went wrong and the fix: no traceback
+    except ModelArgumentError as err:  # (raised before the weights load)
+        print(f"lm-eval not started: {err}", file=sys.stderr)
+        sys.exit(2)
     except (ServerError, ContextTooLong, InvalidLogprobs) as err:
         print(f"lm-eval stopped: {err}", file=sys.stderr)
         sys.exit(1)

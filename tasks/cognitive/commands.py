@@ -17,6 +17,7 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
+from biasmonkey.harness_ext.app.run_checks import non_negative_int, positive_int
 from biasmonkey.tasks.cognitive.generation.generate import DEFAULT_MAX_RETRIES, PUBLISHED_SCENARIOS, Ask, Request
 
 DEFAULT_TEMPERATURE = 0.7  # the paper's generator temperature
@@ -60,7 +61,10 @@ def inspect_asker(
     is passed as `GenerateConfig.seed` (providers without per-call seeds ignore it)."""
     from inspect_ai.model import GenerateConfig, get_model
 
-    generator = get_model(model, **dict(model_args or {})) if isinstance(model, str) else model
+    try:
+        generator = get_model(model, **dict(model_args or {})) if isinstance(model, str) else model
+    except TypeError as err:  # an -M argument the provider's model does not take
+        raise ValueError(f"--model {model}: {err}; check the -M arguments") from None
 
     async def ask(request: Request) -> str:
         config = GenerateConfig(
@@ -69,7 +73,10 @@ def inspect_asker(
             seed=request.seed,
             response_schema=response_schema(request.keys) if structured else None,
         )
-        output = await generator.generate(request.prompt, config=config)
+        try:
+            output = await generator.generate(request.prompt, config=config)
+        except Exception as err:  # the model's own failure, not a rejected reply: the run stops, naming it
+            raise RuntimeError(f"the generator model {generator} failed: {type(err).__name__}: {err}") from err
         if output.error:
             raise RuntimeError(f"the generator model {generator} failed: {output.error}")
         return output.completion
@@ -157,7 +164,7 @@ def add_commands(subparsers: Any) -> None:
         help="model argument for get_model, e.g. -M device=cpu (repeatable)",
     )
     p.add_argument(
-        "--per-scenario", type=int, default=1, help="tests per bias and scenario, distinct seeds (default 1)"
+        "--per-scenario", type=positive_int, default=1, help="tests per bias and scenario, distinct seeds (default 1)"
     )
     p.add_argument(
         "--template-variant",
@@ -170,11 +177,11 @@ def add_commands(subparsers: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="base seed of the tests' seeds (default 0)")
     p.add_argument(
         "--max-retries",
-        type=int,
+        type=non_negative_int,
         default=DEFAULT_MAX_RETRIES,
         help=f"rejected replies allowed per test before it fails (default {DEFAULT_MAX_RETRIES})",
     )
-    p.add_argument("--limit-scenarios", type=int, help="use only the first N scenarios")
+    p.add_argument("--limit-scenarios", type=positive_int, help="use only the first N scenarios")
     p.add_argument(
         "--temperature",
         type=float,
@@ -182,7 +189,7 @@ def add_commands(subparsers: Any) -> None:
         help=f"generator temperature (default {DEFAULT_TEMPERATURE}, as in the paper)",
     )
     p.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, help="most tokens per reply")
-    p.add_argument("--concurrency", type=int, default=4, help="tests generated at the same time (default 4)")
+    p.add_argument("--concurrency", type=positive_int, default=4, help="tests generated at the same time (default 4)")
     p.add_argument(
         "--no-structured-output",
         action="store_true",

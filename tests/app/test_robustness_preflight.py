@@ -165,6 +165,29 @@ def test_launcher_refuses_few_shot_before_the_model(data_dir: Path) -> None:
     assert "/nonexistent/model" not in proc.stderr
 
 
+@pytest.mark.parametrize(
+    ("model", "model_args", "extra", "problem"),
+    [
+        ("biasmonkey-hf", ",row_tokens=0", [], "row_tokens=0: use a whole number of positions, 1 or more"),
+        ("biasmonkey-hf", ",pack_rows=maybe", [], "pack_rows='maybe': use auto, true or false"),
+        ("biasmonkey-hf", ",prefix_sharing=2", [], "prefix_sharing=2: use true or false"),
+        ("biasmonkey-hf", "", ["--batch_size", "0"], "batch_size='0': use a whole number of rows, 1 or more"),
+        ("biasmonkey-server", ",base_url=http://127.0.0.1:9/v1,timeout=0", [], "timeout=0 must be a positive number"),
+    ],
+)
+def test_launcher_refuses_a_bad_model_argument_before_the_weights(
+    data_dir: Path, model: str, model_args: str, extra: list[str], problem: str
+) -> None:
+    """One line, exit 2, and the (nonexistent) weights never looked for: they were a traceback after loading."""
+    proc = cli(
+        *["--model", model, "--model_args", f"pretrained=/nonexistent/model,tokenizer=/nonexistent/model{model_args}"],
+        *["--include_path", "tasks", "--limit", "1", "--tasks", "biasmonkey_acquiescence", *extra],
+        module="biasmonkey.harness_ext.lm_eval",
+    )
+    assert_one_line_error(proc, "lm-eval not started", problem)
+    assert "cannot load the tokenizer" not in proc.stderr
+
+
 # ---------------------------------------------------------------------------- prompt lengths
 
 

@@ -382,6 +382,67 @@ def test_resume_skips_written_tests_and_retries_failed_ones(tmp_path: Path) -> N
     assert [t.scenario for t in tests].count(SCENARIOS[0]) == 2
 
 
+def test_an_existing_csv_without_a_journal_is_not_overwritten(tmp_path: Path) -> None:
+    """The CSV is rebuilt from the journal: a file that has none (e.g. a dataset given as --out by
+    mistake) was emptied to its header."""
+    out = tmp_path / "mine.csv"
+    out.write_text("bias,scenario,control,treatment,metric_params\nAnchoring,s,c,t,p\n")
+    with pytest.raises(DataError, match=r"mine\.csv exists but no journal mine\.csv\.progress\.jsonl beside it"):
+        run_generation(lambda r: pytest.fail("nothing is generated"), out)
+    assert out.read_text().endswith("Anchoring,s,c,t,p\n")
+
+
+def test_tests_of_a_changed_scenario_are_not_resumed(tmp_path: Path) -> None:
+    """Tests resume by (bias, scenario number, seed): another scenario under the same number must
+    not pass for this one's."""
+    out = tmp_path / "gen.csv"
+    run_generation(reply, out)
+    changed = ["A nurse manager at a hospital planning shifts.", SCENARIOS[1]]
+    with pytest.raises(DataError, match=r"progress\.jsonl: scenario 1 was 'An IT manager.*now 'A nurse manager"):
+        run_generation(lambda r: pytest.fail("nothing is generated"), out, scenarios=changed)
+    more = run_generation(reply, out, scenarios=[*SCENARIOS, "A chef at a diner planning menus."])
+    assert (more["anchoring"]["resumed"], more["anchoring"]["written"]) == (2, 1)  # scenarios added: resumed
+
+
+def test_a_scenarios_file_that_is_not_utf8_is_named(tmp_path: Path) -> None:
+    bad = tmp_path / "scenarios.txt"
+    bad.write_bytes(b"A manager \x89 decides.\n")
+    with pytest.raises(DataError, match=rf"scenarios file {bad}: not UTF-8 text"):
+        read_scenarios(bad)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "problem"),
+    [
+        ("--limit-scenarios", "0", "0 must be at least 1"),
+        ("--limit-scenarios", "-1", "-1 must be at least 1"),
+        ("--concurrency", "0", "0 must be at least 1"),
+        ("--per-scenario", "0", "0 must be at least 1"),
+        ("--max-retries", "-1", "-1 must be 0 or more"),
+    ],
+)
+def test_generate_counts_are_checked_before_anything_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture, option: str, value: str, problem: str
+) -> None:
+    """--limit-scenarios -1 had dropped the last scenario (a slice), 0 written nothing."""
+    with pytest.raises(SystemExit) as exit_:
+        main(["generate", "--scenarios", "x.txt", "--model", "x", "--out", str(tmp_path / "o.csv"), option, value])
+    assert exit_.value.code == 2 and f"argument {option}: {problem}" in capsys.readouterr().err
+
+
+def test_a_failing_generator_model_is_one_error_naming_it() -> None:
+    class Broken:
+        def __str__(self) -> str:
+            return "broken/model"
+
+        async def generate(self, prompt, config):
+            raise IndexError("index out of range in self")
+
+    ask = inspect_asker(Broken())
+    with pytest.raises(RuntimeError, match=r"the generator model broken/model failed: IndexError: index out of range"):
+        asyncio.run(ask(Request("a prompt", 1, ("gap",))))
+
+
 def test_journal_blank_lines_are_skipped(tmp_path: Path) -> None:
     """A JSONL journal may hold blank lines (e.g. a trailing one): they are no records; a cut-off
     last record after them is still ignored, a bad record before the last one is still an error."""

@@ -20,14 +20,21 @@ class ContextTooLong(ValueError):
     """Requests that do not fit the model's context, where truncation is not allowed."""
 
 
+class ModelArgumentError(ValueError):
+    """A model argument (`--model_args`) of biasmonkey's backends that is refused: the launcher says
+    so in one line, exit status 2."""
+
+
 def as_flag(name: str, value: Any) -> bool:
     """A boolean model argument (lm-eval may hand over the string)."""
     if isinstance(value, str):
         text = value.strip().lower()
         if text not in ("true", "false", "1", "0", "yes", "no"):
-            raise ValueError(f"model argument {name}={value!r}: use true or false")
+            raise ModelArgumentError(f"model argument {name}={value!r}: use true or false")
         return text in ("true", "1", "yes")
-    return bool(value)
+    if value in (True, False, 0, 1):  # (a number other than 0 or 1 is no flag)
+        return bool(value)
+    raise ModelArgumentError(f"model argument {name}={value!r}: use true or false")
 
 
 @dataclass

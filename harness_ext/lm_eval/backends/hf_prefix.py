@@ -106,6 +106,7 @@ import gc
 import inspect
 import logging
 import math
+import re
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -124,7 +125,7 @@ from transformers.cache_utils import DynamicCache, DynamicLayer
 from biasmonkey.harness_ext.lm_eval.backends.auto_batch import auto_rows
 from biasmonkey.harness_ext.lm_eval.backends.batch_encode import BatchEncoding
 from biasmonkey.harness_ext.lm_eval.backends.chunked_attention import chunked
-from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
+from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, ModelArgumentError, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.fused_norms import Forward, fusable_norms, installed
 from biasmonkey.harness_ext.lm_eval.backends.prompt_trie import ROOT, PromptTrie, Row, RowPlanner, trie_token_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
@@ -164,16 +165,22 @@ def _positions(name: str, value: Any, least: int = 0) -> int:
     except ValueError:
         count = least - 1
     if count < least:
-        raise ValueError(f"model argument {name}={value!r}: use a whole number of positions, {least} or more")
+        raise ModelArgumentError(f"model argument {name}={value!r}: use a whole number of positions, {least} or more")
     return count
 
 
-def _auto_flag(name: str, value: Any, auto: bool) -> bool:
-    """A model argument that is true, false or auto (then `auto`: what suits the device)."""
+def _auto_flag(name: str, value: Any) -> bool | None:
+    """A model argument that is true, false or auto (None: decided by the device once it is known)."""
     try:
-        return auto if str(value).strip().lower() == "auto" else as_flag(name, value)
+        return None if str(value).strip().lower() == "auto" else as_flag(name, value)
     except ValueError:
-        raise ValueError(f"model argument {name}={value!r}: use auto, true or false") from None
+        raise ModelArgumentError(f"model argument {name}={value!r}: use auto, true or false") from None
+
+
+def _batch_size(value: Any) -> None:
+    """lm-eval's batch_size for this backend: rows per forward, 1 or more, auto or auto:N."""
+    if not re.fullmatch(r"auto(:[1-9]\d*)?|[1-9]\d*", str(value).strip()):
+        raise ModelArgumentError(f"batch_size={value!r}: use a whole number of rows, 1 or more, auto or auto:N")
 
 
 @dataclass
@@ -304,26 +311,31 @@ class PrefixReuseHFLM(CacheFriendlyLM, BatchEncoding, HFLM):
         **kwargs: Any,
     ) -> None:
         self._warm_up: Background | None = None
-        super().__init__(*args, **kwargs)
+        # the model arguments checked before the weights load
+        _batch_size(kwargs.get("batch_size", 1))
         self.row_tokens = _positions("row_tokens", row_tokens, least=1)
         self.prefix_cache_tokens = _positions("prefix_cache_tokens", prefix_cache_tokens)
         self.prefix_sharing = as_flag("prefix_sharing", prefix_sharing)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
+        self.attention_chunk = _positions("attention_chunk", attention_chunk)
+        pack, fuse, warm = (
+            _auto_flag(n, v) for n, v in (("pack_rows", pack_rows), ("fuse_norms", fuse_norms), ("warm_up", warm_up))
+        )
+        super().__init__(*args, **kwargs)
         cuda = self.device.type == "cuda"
         # Packing puts several planned rows in one batch row over the union of their cached paths:
         # fewer, fuller forwards (on a GPU each has a fixed cost in kernel launches), but each position
         # attends to that union, masked: on CPU, where time follows the positions attended, 5-16 %
         # slower (SmolLM2-135M's shape, 2 cores). Hence auto: on an accelerator.
-        self.pack_rows = _auto_flag("pack_rows", pack_rows, auto=self.device.type != "cpu")
-        self.fuse_norms = _auto_flag("fuse_norms", fuse_norms, auto=cuda)  # (one kernel on CUDA only)
-        self.attention_chunk = _positions("attention_chunk", attention_chunk)
+        self.pack_rows = self.device.type != "cpu" if pack is None else pack
+        self.fuse_norms = cuda if fuse is None else fuse  # (auto: one kernel on CUDA only)
         self._norms: list[tuple[torch.nn.Module, Forward]] | None = None  # (`_fused_norms`, at the first forward)
         self.truncation_cuts = Cuts()  # requests cut to fit the context (allow_truncation only)
         self._masks_supported: bool | None = None
         self._cache_argument: str | None = None
         self._devices: list[str] | None = None  # the devices of the model's weights (`_split_devices`)
         self.reset_counters()
-        if _auto_flag("warm_up", warm_up, auto=cuda) and self._prefix_path_supported():
+        if (cuda if warm is None else warm) and self._prefix_path_supported():
             self._warm_up = Background(self._warm_up_forwards, "biasmonkey-hf warm-up")
 
     def _warm_up_forwards(self) -> None:

@@ -133,7 +133,7 @@ from lm_eval.api.model import TemplateLM
 from lm_eval.api.registry import register_model
 from tqdm import tqdm
 
-from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, as_flag, refuse_or_count
+from biasmonkey.harness_ext.lm_eval.backends.context import Cuts, ModelArgumentError, as_flag, refuse_or_count
 from biasmonkey.harness_ext.lm_eval.backends.request_cache import CacheFriendlyLM, cache_answers
 from biasmonkey.metrics.top_logprobs import (
     VALID_LOGPROBS,
@@ -224,9 +224,9 @@ def _whole(name: str, value: Any, minimum: int) -> int:
     try:
         number = int(str(value))
     except ValueError:
-        raise ValueError(f"biasmonkey-server: {name}={value!r} must be a whole number") from None
+        raise ModelArgumentError(f"biasmonkey-server: {name}={value!r} must be a whole number") from None
     if number < minimum:
-        raise ValueError(f"biasmonkey-server: {name}={number} must be at least {minimum}")
+        raise ModelArgumentError(f"biasmonkey-server: {name}={number} must be at least {minimum}")
     return number
 
 
@@ -237,7 +237,7 @@ def _seconds(name: str, value: Any) -> float:
     except ValueError:
         number = math.nan
     if not (0 < number < math.inf):
-        raise ValueError(f"biasmonkey-server: {name}={value!r} must be a positive number of seconds")
+        raise ModelArgumentError(f"biasmonkey-server: {name}={value!r} must be a positive number of seconds")
     return number
 
 
@@ -410,10 +410,10 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
     ) -> None:
         super().__init__()
         if not base_url:
-            raise ValueError("biasmonkey-server needs base_url=<the server's /v1 URL> in --model_args")
+            raise ModelArgumentError("biasmonkey-server needs base_url=<the server's /v1 URL> in --model_args")
         tokenizer = tokenizer or model
         if not tokenizer:
-            raise ValueError(
+            raise ModelArgumentError(
                 "biasmonkey-server needs tokenizer=<HF folder or hub id of the served model's tokenizer> in --model_args"
             )
         self.base_url = str(base_url).rstrip("/")
@@ -423,7 +423,7 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
         self.max_gen_toks = _whole("max_gen_toks", max_gen_toks, 1)
         self.max_retries = _whole("max_retries", max_retries, 0)
         self.timeout = _seconds("timeout", timeout)
-        self.token_id_logprobs = _as_bool(token_id_logprobs)
+        self.token_id_logprobs = as_flag("token_id_logprobs", token_id_logprobs)
         self.max_length = None if max_length in (None, "") else _whole("max_length", max_length, 1)
         self.allow_truncation = as_flag("allow_truncation", allow_truncation)
         self.truncation_cuts = Cuts()
@@ -433,7 +433,7 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(tokenizer)
         except (OSError, ValueError) as err:
-            raise ValueError(
+            raise ModelArgumentError(
                 f"biasmonkey-server: cannot load the tokenizer {tokenizer!r} ({err}); pass "
                 "tokenizer=<HF folder or hub id of the served model's tokenizer>"
             ) from err
@@ -448,15 +448,19 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
     def _find_key(api_key: Any, api_key_env: Any) -> tuple[Secret | None, str | None, str]:
         """(the key, the variable it comes from, where it comes from in words)."""
         if api_key not in (None, "") and api_key_env not in (None, ""):
-            raise ValueError("biasmonkey-server: give api_key_env=NAME or api_key=KEY, not both")
+            raise ModelArgumentError("biasmonkey-server: give api_key_env=NAME or api_key=KEY, not both")
         if api_key not in (None, ""):
             return Secret(str(api_key)), None, "the api_key model arg"
         name = str(api_key_env or API_KEY_ENV)
         if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name):  # never echo it: it may be the key itself
-            raise ValueError("biasmonkey-server: api_key_env= takes the name of an environment variable, not a key")
+            raise ModelArgumentError(
+                "biasmonkey-server: api_key_env= takes the name of an environment variable, not a key"
+            )
         key = os.environ.get(name) or None
         if key is None and api_key_env:
-            raise ValueError(f"biasmonkey-server: api_key_env={name}, but the environment variable ${name} is not set")
+            raise ModelArgumentError(
+                f"biasmonkey-server: api_key_env={name}, but the environment variable ${name} is not set"
+            )
         return (Secret(key) if key else None), name, f"${name}"
 
     def reset_counters(self) -> None:

@@ -117,6 +117,8 @@ def read_scenarios(source: str | Path) -> list[str]:
         lines = path.read_text(encoding="utf-8").splitlines()
     except OSError as err:
         raise DataError(f"scenarios file {path}: cannot be read ({err})") from None
+    except UnicodeDecodeError as err:
+        raise DataError(f"scenarios file {path}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     scenarios = [line.strip() for line in lines if line.strip()]
     if not scenarios:
         raise DataError(f"scenarios file {path}: no scenarios (expected one per line)")
@@ -339,6 +341,19 @@ def read_journal(path: Path) -> list[Outcome]:
     return outcomes
 
 
+def _check_scenarios(done: Sequence[Outcome], scenarios: Sequence[str], journal: Path) -> None:
+    """A journal's tests are resumed by (bias, scenario number, seed): each must be of the scenario
+    that number now names, or a changed scenarios file would pass another scenario's tests off as
+    this one's."""
+    for outcome in done:
+        index, had = outcome.scenario_index, (outcome.row or {}).get("scenario")
+        if index < len(scenarios) and had is not None and had != scenarios[index]:
+            raise DataError(
+                f"{journal}: scenario {index + 1} was {had[:60]!r}…, now {scenarios[index][:60]!r}…: the scenarios "
+                "changed since those tests were generated; use another --out, or the scenarios file they were made from"
+            )
+
+
 def _write_csv(path: Path, rows: Sequence[Mapping[str, str]]) -> None:
     with atomic_open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(COLUMNS), lineterminator="\n")
@@ -395,8 +410,14 @@ async def generate_tests(
         raise ValueError(f"per_scenario must be >= 1 and max_retries >= 0, got {per_scenario}, {max_retries}")
     out = Path(out)
     paths = output_paths(out)
+    if out.exists() and not paths["progress"].exists():  # (the CSV is rebuilt from the journal below)
+        raise DataError(
+            f"{out} exists but no journal {paths['progress'].name} beside it: it is no run of `biasmonkey "
+            "generate` to resume, and would be overwritten; choose another --out, or move the file"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     done = [o for o in read_journal(paths["progress"]) if o.status == "written"]
+    _check_scenarios(done, scenarios, paths["progress"])
     written_keys = {o.key for o in done}
     rows = [o.row for o in done if o.row]
     _write_csv(out, rows)  # the journal is the truth: rows of a crashed run's last test are dropped
