@@ -269,6 +269,8 @@ def check_inputs(args: argparse.Namespace) -> None:
     check_lm_eval_args(args.lm_eval_args)
     check_backend_flags(args)
     check_output(args.output)
+    if uses_cache(args):  # (lm-eval would stop on a file there, after the model loaded)
+        check_output(args.output / "cache", "--output's request cache")
     if args.backend == "server":
         check_api_key_env(args.api_key_env)
         if args.tokenizer:

@@ -58,6 +58,8 @@ def not_a_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("inputs")
     (root / "empty-model").mkdir()
     (root / "a-file").write_text("not a folder\n")
+    (root / "cache-in-the-way").mkdir()
+    (root / "cache-in-the-way" / "cache").write_text("not the request cache folder\n")
     return root
 
 
@@ -76,6 +78,10 @@ BAD_RUN_INPUTS = {
     "bad device": (["--device", "gpu0"], ["--device", "cuda:N"]),
     "output is a file": (["--output", "{root}/a-file"], ["--output", "a file is in the way"]),
     "output under a file": (["--output", "{root}/a-file/results"], ["is a file, not a folder"]),
+    "a file where the request cache goes": (
+        ["--output", "{root}/cache-in-the-way"],
+        ["--output's request cache {root}/cache-in-the-way/cache: a file is in the way"],
+    ),
     "limit 0": (["--limit", "0"], ["--limit", "at least 1"]),
     "negative limit": (["--limit", "-3"], ["--limit", "at least 1"]),
     "limit not a number": (["--limit", "ten"], ["--limit", "not an integer"]),
@@ -101,6 +107,7 @@ BAD_RUN_INPUTS = {
 def test_bad_run_input_is_one_clear_message(case: str, not_a_model: Path, tiny_model: Path, data_dir: Path) -> None:
     argv, fragments = BAD_RUN_INPUTS[case]
     argv = [a.format(root=not_a_model) for a in argv]
+    fragments = [f.format(root=not_a_model) for f in fragments]
     if "--model" not in argv and "--backend" not in argv:
         argv += ["--model", str(tiny_model)]
     if "--output" not in argv:
