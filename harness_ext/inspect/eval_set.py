@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from biasmonkey.harness_ext.app.run_checks import check_output
+from biasmonkey.tasks.text_files import read_utf8
 
 # How errors name the plain types a YAML value can have.
 PLAIN = {
@@ -50,9 +51,7 @@ class UniqueKeyLoader(yaml.SafeLoader):
 def read_yaml(path: Path) -> Any:
     """The YAML document in `path`; an unreadable, non-UTF-8 or invalid file is an error naming it."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ValueError(f"{path}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
+        text = read_utf8(Path(path))
     except OSError as err:
         raise ValueError(f"{path}: cannot read the file ({err.strerror})") from None
     try:

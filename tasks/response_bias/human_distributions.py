@@ -43,7 +43,6 @@ from typing import Any
 from biasmonkey.metrics.representativeness import QuestionScore, question_representativeness
 from biasmonkey.metrics.response_bias import PERTURBATIONS
 from biasmonkey.tasks.contract import lm_eval_task_name
-from biasmonkey.tasks.response_bias.data import read_csv, read_utf8
 from biasmonkey.tasks.response_bias.pairs import task_name
 from biasmonkey.tasks.response_bias.survey_questions import (
     REWORDED_BIASES,
@@ -51,6 +50,7 @@ from biasmonkey.tasks.response_bias.survey_questions import (
     SurveyQuestion,
     survey_questions,
 )
+from biasmonkey.tasks.text_files import read_csv, read_utf8
 
 SUM_TOLERANCE = 0.01
 REFUSED = "refused"

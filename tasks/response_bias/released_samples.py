@@ -26,8 +26,8 @@ from biasmonkey.metrics import (
     summarize_deltas,
 )
 from biasmonkey.tasks.response_bias.data import COLUMNS as COLUMNS_BY_BIAS
-from biasmonkey.tasks.response_bias.data import read_csv
 from biasmonkey.tasks.response_bias.pairs import ALLOW_FORBID_EXCLUDED
+from biasmonkey.tasks.text_files import read_csv
 
 ROWS_PER_GROUP = 50
 COLUMNS = ("key", "response", "group", "num_options")

@@ -36,6 +36,7 @@ from biasmonkey.tasks.atomic_write import atomic_open, write_text
 from biasmonkey.tasks.cognitive.data import COLUMNS, parse_rows
 from biasmonkey.tasks.cognitive.generation.template import GAP, VALUE, Template
 from biasmonkey.tasks.fetch import DataError, PinnedFile
+from biasmonkey.tasks.text_files import read_utf8
 
 DEFAULT_MAX_RETRIES = 3
 
@@ -114,11 +115,11 @@ def read_scenarios(source: str | Path) -> list[str]:
     (from $BIASMONKEY_DATA_DIR/cognitive/scenarios.txt, or a pinned, checksummed download)."""
     path = pinned_scenarios().fetch() if str(source) == PUBLISHED_SCENARIOS else Path(source)
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        lines = read_utf8(path).splitlines()
     except OSError as err:
         raise DataError(f"scenarios file {path}: cannot be read ({err})") from None
-    except UnicodeDecodeError as err:
-        raise DataError(f"scenarios file {path}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
+    except ValueError as err:  # (not UTF-8: the message names the file)
+        raise DataError(f"scenarios file {err}") from None
     scenarios = [line.strip() for line in lines if line.strip()]
     if not scenarios:
         raise DataError(f"scenarios file {path}: no scenarios (expected one per line)")
