@@ -123,8 +123,8 @@ class Options:
                 continue
             if key in names and key not in usable:
                 log.warning("biasmonkey: option %r does not apply to %s and is ignored", key, harness.replace("_", "-"))
-            elif key not in names and (close := difflib.get_close_matches(key, names, n=1, cutoff=0.85)):
-                log.warning("biasmonkey ignores the unknown option %r; did you mean %r?", key, close[0])
+            elif key not in names and (close := _near_miss(key, names)):
+                log.warning("biasmonkey ignores the unknown option %r; did you mean %r?", key, close)
         return cls(**{k: v for k, v in values.items() if k in usable})
 
     def non_defaults(self) -> dict[str, Any]:
@@ -146,6 +146,16 @@ class Options:
                 )
             )
         return params
+
+
+def _near_miss(key: str, names: Sequence[str]) -> str | None:
+    """The option `key` most likely means: the same name in another case (options are lower case,
+    with underscores), else a close spelling."""
+    folded = key.lower().replace("-", "_")
+    if folded in names:
+        return folded
+    close = difflib.get_close_matches(folded, names, n=1, cutoff=0.85)
+    return close[0] if close else None
 
 
 def _flag(name: str) -> str:

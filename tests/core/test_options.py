@@ -49,6 +49,13 @@ def test_a_misspelt_option_is_warned_about(caplog: pytest.LogCaptureFixture) -> 
     assert "pretrained" not in caplog.text
 
 
+@pytest.mark.parametrize("key", ["N_SAMPLES", "N_Samples", "n-samples", "Mode"])
+def test_an_option_in_another_case_is_warned_about(key: str, caplog: pytest.LogCaptureFixture) -> None:
+    opts = RunOptions.from_mapping({key: 5})
+    assert opts == RunOptions()  # (ignored: lm-eval passes model arguments of any case through)
+    assert f"unknown option {key!r}; did you mean {key.lower().replace('-', '_')!r}?" in caplog.text
+
+
 # ---------------------------------------------------------------------------- the command-line flags
 
 
