@@ -16,11 +16,17 @@ Every function takes the two runs' values of the same items, aligned (item i of 
 - `paired_bootstrap`: percentile CI of stat(B) − stat(A), resampling the items jointly for both
   runs (one draw of item indices serves both), so that what the items share cancels. Resamples are
   `numpy.random.default_rng(seed).integers(0, n, size=(resamples, n))`; a resample whose statistic
-  is NaN (e.g. a letter no drawn item has as its answer) is left out and counted. Its two-sided p is
-  2 · min(#{d* ≤ 0} + 1, #{d* ≥ 0} + 1) / (valid + 1), capped at 1. With `strata` (one label per
-  item, e.g. its MMLU subject), the items are drawn within each stratum: per stratum in order of first
-  appearance, `integers(0, n_s, size=(resamples, n_s))` from the same generator, mapped to that
+  is NaN (e.g. a letter no drawn item has as its answer) is left out and counted (`valid`). Its
+  two-sided p is 2 · min(#{d* ≤ 0} + 1, #{d* ≥ 0} + 1) / (valid + 1), capped at 1. With `strata` (one
+  label per item, e.g. its MMLU subject), the items are drawn within each stratum: per stratum in order
+  of first appearance, `integers(0, n_s, size=(resamples, n_s))` from the same generator, mapped to that
   stratum's items (one stratum: the unstratified draws), so every resample keeps each stratum's size.
+  An item alone in its stratum is the same in every resample: it adds no variance (counted, `fixed`).
+  CI and p are NaN, with the reason in `undefined`, where the bootstrap says nothing: fewer than 2
+  items, every stratum a single item (nothing is redrawn), fewer than `MIN_VALID` (90 %) of the
+  resamples valid (the kept ones are no longer a sample of the items: they are those that happen to
+  draw, e.g., every gold letter), or no spread (every valid resample gives the same difference, so
+  the CI has zero width and p would be its smallest value from nothing but reorderings of the items).
 - `adjust`: Holm or Benjamini–Hochberg adjusted p-values (`metrics.multiple_testing`).
 - `magnitude_change`: the model-pairs form (Bhatt & Ivanova's Table 1): mean change of |bias| over
   paired units with paired d_z and t-test (`metrics.yesno.instruction_tuning_effect`).
@@ -46,6 +52,10 @@ RESAMPLES = 2000
 SEED = 0
 LEVEL = 0.95
 CORRECTIONS: dict[str, Callable[[Sequence[float]], np.ndarray]] = {"holm": holm, "bh": benjamini_hochberg}
+MIN_VALID = 0.9  # the share of valid resamples under which the bootstrap's CI and p are undefined
+# Resampled differences within NO_SPREAD · max(1, |median|) of each other count as equal (float rounding of a
+# statistic over reordered items leaves a few ulp, ~1e-16 relative; any real spread is far larger).
+NO_SPREAD = 1e-12
 _CHUNK = 250  # resamples evaluated at once (bounds the memory of a vectorised statistic)
 
 ArrayLike = Sequence[float] | np.ndarray
@@ -140,7 +150,7 @@ def wilcoxon(a: ArrayLike, b: ArrayLike) -> Wilcoxon:
 
 @dataclass(frozen=True)
 class BootstrapCI:
-    """stat(B) − stat(A) with its paired percentile bootstrap CI and p."""
+    """stat(B) − stat(A) with its paired percentile bootstrap CI and p (NaN where `undefined` says why)."""
 
     value_a: float
     value_b: float
@@ -148,11 +158,13 @@ class BootstrapCI:
     ci_low: float
     ci_high: float
     p: float
-    resamples: int  # drawn
+    resamples: int  # drawn (0: none, too few items)
     valid: int  # with a finite statistic in both runs
     seed: int
+    undefined: str = ""  # why CI and p are NaN ("" where they are defined)
+    fixed: int = 0  # items alone in their stratum: the same in every resample
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, float | int | str]:
         return asdict(self)
 
 
@@ -173,40 +185,58 @@ def paired_bootstrap(
     strata: Sequence[Any] | None = None,
 ) -> BootstrapCI:
     """Percentile bootstrap CI of statistic(b) − statistic(a), items (axis 0) resampled jointly
-    (within each stratum where `strata` labels the items)."""
+    (within each stratum where `strata` labels the items); CI and p NaN where undefined (module doc)."""
     x, y = _aligned(a, b)
     n = x.shape[0]
     if resamples < 1 or not 0 < level < 1:
         raise ValueError(f"need resamples ≥ 1 and 0 < level < 1, got {resamples} and {level}")
-    value_a, value_b = (float(statistic(v[None])[0]) for v in (x, y))
-    nan = math.nan
-    if n == 0:
-        return BootstrapCI(value_a, value_b, nan, nan, nan, nan, resamples, 0, seed)
-    draws = _draws(np.random.default_rng(seed), n, resamples, strata)
+    if strata is not None and len(strata) != n:
+        raise ValueError(f"strata: one label per item needed, got {len(strata)} for {n} items")
+    value_a, value_b = (float(statistic(v[None])[0]) if n else math.nan for v in (x, y))
+    groups = _groups(n, strata)
+    fixed = sum(len(g) for g in groups if len(g) == 1) if strata is not None else 0
+
+    def undefined(why: str, drawn: int = 0, valid: int = 0) -> BootstrapCI:
+        nan = math.nan
+        return BootstrapCI(value_a, value_b, value_b - value_a, nan, nan, nan, drawn, valid, seed, why, fixed)
+
+    if n < 2:
+        return undefined(f"{n} item{'s' * (n != 1)}: nothing to resample")
+    if fixed == n:
+        return undefined(f"every stratum has a single item ({n} strata): each resample is the same items")
+    draws = _draws(np.random.default_rng(seed), groups, resamples)
     diffs = np.concatenate(
         [statistic(y[idx]) - statistic(x[idx]) for idx in np.array_split(draws, math.ceil(resamples / _CHUNK))]
     )
     diffs = diffs[np.isfinite(diffs)]
-    difference = value_b - value_a
-    if diffs.size == 0:
-        return BootstrapCI(value_a, value_b, difference, nan, nan, nan, resamples, 0, seed)
+    valid = int(diffs.size)
+    if valid < MIN_VALID * resamples:
+        why = f"only {valid} of {resamples} resamples have the statistic in both runs (under {MIN_VALID:.0%})"
+        return undefined(why, resamples, valid)
+    if np.ptp(diffs) <= NO_SPREAD * max(1.0, abs(float(np.median(diffs)))):
+        return undefined(f"no spread (every resample gives the same difference, {diffs[0]:.3g})", resamples, valid)
     tail = (1 - level) / 2
     low, high = np.quantile(diffs, [tail, 1 - tail])
     below, above = np.count_nonzero(diffs <= 0), np.count_nonzero(diffs >= 0)
-    p = min(1.0, 2 * (min(below, above) + 1) / (diffs.size + 1))
-    return BootstrapCI(value_a, value_b, difference, float(low), float(high), p, resamples, int(diffs.size), seed)
+    p = float(min(1.0, 2 * (min(below, above) + 1) / (valid + 1)))
+    return BootstrapCI(
+        value_a, value_b, value_b - value_a, float(low), float(high), p, resamples, valid, seed, "", fixed
+    )
 
 
-def _draws(rng: np.random.Generator, n: int, resamples: int, strata: Sequence[Any] | None) -> np.ndarray:
-    """Item indices, shape (resamples, n): drawn from all items, or within each stratum."""
+def _groups(n: int, strata: Sequence[Any] | None) -> list[list[int]]:
+    """The item indices of each stratum, in order of first appearance (no strata: one group of all)."""
     if strata is None:
-        return rng.integers(0, n, size=(resamples, n))
-    if len(strata) != n:
-        raise ValueError(f"strata: one label per item needed, got {len(strata)} for {n} items")
+        return [list(range(n))]
     groups: dict[Any, list[int]] = {}
     for i, label in enumerate(strata):
         groups.setdefault(label, []).append(i)
-    parts = [np.asarray(idx)[rng.integers(0, len(idx), size=(resamples, len(idx)))] for idx in groups.values()]
+    return list(groups.values())
+
+
+def _draws(rng: np.random.Generator, groups: Sequence[Sequence[int]], resamples: int) -> np.ndarray:
+    """Item indices, shape (resamples, n): drawn within each group (one group: `integers(0, n, …)`)."""
+    parts = [np.asarray(idx)[rng.integers(0, len(idx), size=(resamples, len(idx)))] for idx in groups]
     return np.concatenate(parts, axis=1)
 
 

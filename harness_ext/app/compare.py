@@ -8,7 +8,7 @@ Pairs: every pair in the order given, or with `--baseline` the baseline against 
 
 For every task both runs of a pair have, each measure its family gives (`tasks/<family>/compare.py`:
 `item_measures`, `item_ids`, `PROMPT_SETTINGS`, and optionally `run_scores`, `unit_biases`) is
-compared on the items matched by id (`compare_stats`). Refused, unless asked: runs whose items
+compared on the items matched by id (`compare_stats`); a run score is computed on those items too. Refused, unless asked: runs whose items
 differ (`--common-items` keeps the shared ones and says how many were dropped) and runs whose
 settings change the prompts (`--allow-settings`; the differing settings are named either way).
 Every p-value of the command is adjusted together, Holm's method by default (`--correction bh`).
@@ -251,13 +251,33 @@ def item_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items: bool
             if overall := getattr(module, "overall_measures", None):
                 rows += overall_rows(head, overall, a, b, tasks, cover)
             if scores := getattr(module, "run_scores", None):
-                sa, sb = scores(a.tasks(family)), scores(b.tasks(family))
-                for name in sa.keys() & sb.keys():
-                    rows.append(head | {"task": "(run)", "measure": name, "value_a": sa[name], "value_b": sb[name]})
-                    rows[-1] |= {"difference": sb[name] - sa[name], "p": math.nan, "test": "none (one number per run)"}
+                rows += run_rows(head, scores, a, b, family, cover, notes)
     if not common_items:
         refuse_mismatch(problems)
-    return rows, notes
+    return rows, notes + row_notes(rows)
+
+
+def run_rows(
+    head: dict[str, Any], scores: Any, a: CompareRun, b: CompareRun, family: Family, cover: Coverage, notes: list[str]
+) -> list[dict[str, Any]]:
+    """The family's one-number-per-run rows (`run_scores({task: records})`), each run scored on the
+    items both have (none where they share no item: a note says so)."""
+    shared = sum(map(len, cover.ids.values()))
+    if not shared:
+        notes.append(f"{a.label} vs {b.label}: {family.title} run scores left out, the runs share no item")
+        return []
+    sa, sb = scores(_kept(a, family, cover.ids)), scores(_kept(b, family, cover.ids))
+    untested = {"task": "(run)", "n": shared, "p": math.nan, "test": "none (one number per run)"}
+    return [
+        head | untested | {"measure": name, "value_a": sa[name], "value_b": sb[name], "difference": sb[name] - sa[name]}
+        for name in sa
+        if name in sb
+    ]
+
+
+def row_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
+    """One note per row with something to say (why its CI or p is n/a), naming the pair, task and measure."""
+    return [f"{r['a']} vs {r['b']}: {r['task']} {r['measure']}: {r['note']}" for r in rows if r.get("note")]
 
 
 def measure_rows(
@@ -288,10 +308,11 @@ def overall_rows(
 def _kept(run: CompareRun, family: Family, ids: dict[str, list[str]]) -> dict[str, list]:
     """{task: the run's records of the items in `ids`} (all of them where the runs cover the same items)."""
     ids_of = hooks(family).item_ids
-    return {
-        t: [r for r, i in zip(run.records_of(t), ids_of(run.records_of(t))) if i in set(keep)]
-        for t, keep in ids.items()
-    }
+    kept = {}
+    for task, keep in ids.items():
+        records, wanted = run.records_of(task), set(keep)
+        kept[task] = [r for r, i in zip(records, ids_of(records)) if i in wanted]
+    return kept
 
 
 def model_pair_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items: bool) -> tuple[list[dict], list[str]]:

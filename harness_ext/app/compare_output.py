@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from biasmonkey.harness_ext.app.compare import ALPHA, Comparison
+from biasmonkey.metrics.paired import MIN_VALID
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 from biasmonkey.tasks.families import FAMILIES
 
@@ -24,6 +25,7 @@ ITEM_COLUMNS = {
     "difference": "B − A",
     "ci": "95% CI",
     "test": "test",
+    "resamples": "resamples",
     "p": "p",
     "p_adjusted": "p adj.",
     "d_z": "d_z",
@@ -66,13 +68,16 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
     if key == "ci":
         low, high = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
         return "n/a" if math.isnan(low) else f"[{_number(low)}, {_number(high)}]"
+    if key == "resamples" and row.get("resamples"):  # bootstrap: valid / drawn (none drawn: n/a)
+        return f"{row['resamples_valid']}/{row['resamples']}"
     if key == "p_adjusted" and row.get("significant"):
         return _number(row[key]) + " *"
     return _number(row.get(key, math.nan))
 
 
 def cells(rows: Sequence[Mapping[str, Any]], columns: Mapping[str, str]) -> list[list[str]]:
-    """The rows as shown: one text per column (CI as "[low, high]", * after a significant adjusted p)."""
+    """The rows as shown: one text per column (CI as "[low, high]", resamples as "valid/drawn", * after a
+    significant adjusted p)."""
     return [[_cell(r, k) for k in columns] for r in rows]
 
 
@@ -94,7 +99,9 @@ def adjustment_text(result: Comparison) -> str:
 
 ITEMS_TEXT = (
     "Items matched by id; B − A per measure. Tests: paired t (Δ, cognitive scores; 95% CI from t, Cohen's d_z), "
-    "McNemar (accuracy; CI from a paired bootstrap), paired bootstrap (|bias|, RStd). "
+    "McNemar (accuracy; CI from a paired bootstrap), paired bootstrap (|bias|, RStd). Bootstrap resamples: valid "
+    f"(the statistic defined in both runs) / drawn; CI and p are n/a under {MIN_VALID:.0%} valid, with fewer than "
+    "2 items (or one per stratum) and without spread (the notes say why). "
 )
 
 
@@ -125,6 +132,8 @@ def markdown(result: Comparison) -> str:
         if pair["differing_settings"]:
             lines += [f"Settings that differ (A vs B): {pair['differing_settings']}.", ""]
         lines += table(rows, ITEM_COLUMNS)
+    if result.notes:  # what was dropped, and why a CI or p is n/a
+        lines += ["", "## Notes", "", *(f"- {note}" for note in result.notes)]
     return "\n".join(lines) + "\n"
 
 

@@ -2,7 +2,8 @@
 
 The measures come from the families (`tasks.contract.ItemMeasure`); this module only matches the
 items and calls `metrics.paired`. A difference is always B − A (A: the first run of the pair, or
-the baseline).
+the baseline). A row whose CI or p is undefined (NaN) says why in its `note`; a bootstrap row counts
+its resamples (`resamples` drawn, `resamples_valid` with the statistic in both runs).
 """
 
 from __future__ import annotations
@@ -13,7 +14,17 @@ from typing import Any
 
 import numpy as np
 
-from biasmonkey.metrics.paired import RESAMPLES, SEED, mcnemar, mean_statistic, paired_bootstrap, paired_t, wilcoxon
+from biasmonkey.metrics.paired import (
+    RESAMPLES,
+    SEED,
+    BootstrapCI,
+    PairedT,
+    mcnemar,
+    mean_statistic,
+    paired_bootstrap,
+    paired_t,
+    wilcoxon,
+)
 from biasmonkey.tasks.contract import ItemMeasure
 
 TESTS = {"t": "paired t", "bootstrap": f"paired bootstrap ({RESAMPLES} resamples, seed {SEED})"}
@@ -37,17 +48,33 @@ def paired_values(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> tuple[n
     return np.array([a.values[i] for i in kept], dtype=float), np.array([b.values[i] for i in kept], dtype=float)
 
 
+def _t_undefined(t: PairedT) -> str:
+    """Why the paired t-test's CI and p are NaN ("" where they are defined)."""
+    if t.n < 2:
+        return f"CI and p n/a: {t.n} item{'s' * (t.n != 1)}, no t-test"
+    return "CI and p n/a: no spread (every difference is the same)" if math.isnan(t.p) else ""
+
+
+def _bootstrap_note(boot: BootstrapCI, what: str) -> str:
+    """Why the bootstrap's `what` ("CI" or "CI and p") is NaN, and the items that add no variance."""
+    notes = [f"{what} n/a: {boot.undefined}"] if boot.undefined else []
+    if boot.fixed and not boot.undefined:
+        notes.append(f"items alone in their stratum: {boot.fixed} (the same in every resample, no variance from them)")
+    return "; ".join(notes)
+
+
 def measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str, Any]:
     """The comparison of one measure on the items `ids` (both runs have them)."""
     x, y = paired_values(a, b, ids)
     row: dict[str, Any] = {"measure": a.name, "n": int(x.shape[0]), "left_out": len(ids) - int(x.shape[0])}
     nan = math.nan
     if not row["n"]:
-        return row | dict.fromkeys(("value_a", "value_b", "difference", "ci_low", "ci_high", "p", "d_z"), nan)
+        row |= dict.fromkeys(("value_a", "value_b", "difference", "ci_low", "ci_high", "p", "d_z"), nan)
+        return row | {"note": "no item with a value in both runs"}
     if a.test == "t":
         t = paired_t(x, y)
         row |= {"value_a": t.mean_a, "value_b": t.mean_b, "difference": t.difference, "ci_low": t.ci_low}
-        row |= {"ci_high": t.ci_high, "ci": "t", "p": t.p, "test": TESTS["t"], "d_z": t.d_z}
+        row |= {"ci_high": t.ci_high, "ci": "t", "p": t.p, "test": TESTS["t"], "d_z": t.d_z, "note": _t_undefined(t)}
         if a.wilcoxon:
             row["p_wilcoxon"] = wilcoxon(x, y).p
         return row
@@ -56,10 +83,16 @@ def measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str,
     boot = paired_bootstrap(x, y, statistic, strata=strata)
     row |= {"value_a": boot.value_a, "value_b": boot.value_b, "difference": boot.difference}
     row |= {"ci_low": boot.ci_low, "ci_high": boot.ci_high, "ci": "bootstrap", "d_z": nan}
+    row |= {"resamples": boot.resamples, "resamples_valid": boot.valid}
     if a.test == "bootstrap":
-        return row | {"p": boot.p, "test": TESTS["bootstrap"]}
+        return row | {"p": boot.p, "test": TESTS["bootstrap"], "note": _bootstrap_note(boot, "CI and p")}
     if a.test != "mcnemar":
         raise ValueError(f"measure {a.name}: unknown test {a.test!r} (t, mcnemar or bootstrap)")
     binary = np.isin(x, (0, 1)) & np.isin(y, (0, 1))  # a tie's half-credit has no place in McNemar's table
     test = mcnemar(x[binary], y[binary])
-    return row | {"p": test.p, "test": MCNEMAR[test.method], "mcnemar_left_out": int((~binary).sum())}
+    notes = [
+        _bootstrap_note(boot, "CI"),
+        "" if test.n01 + test.n10 else "p n/a: no item that one run got right and the other wrong",
+    ]
+    row |= {"p": test.p, "test": MCNEMAR[test.method], "mcnemar_left_out": int((~binary).sum())}
+    return row | {"note": "; ".join(n for n in notes if n)}

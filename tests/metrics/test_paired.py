@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from biasmonkey.metrics.paired import (
+    MIN_VALID,
     adjust,
     magnitude_change,
     mcnemar,
@@ -96,13 +97,27 @@ def test_paired_bootstrap_two_items_worked_case() -> None:
     assert r.valid == 2000 and 0.4 < r.p < 0.6
 
 
-def test_paired_bootstrap_resamples_items_jointly() -> None:
-    # B = A + 1 item by item: every joint resample gives B − A = 1 exactly, so the CI is [1, 1] and no
-    # resample is ≤ 0: p = 2 · (0 + 1) / (2000 + 1). Resampling the runs separately would spread it ±1.
+def test_paired_bootstrap_without_spread_is_undefined() -> None:
+    # B = A + 1 item by item: every joint resample gives B − A = 1 exactly (resampling the runs separately
+    # would spread it ±1). A zero-width CI [1, 1] with p = 2 · (0 + 1) / 2001 would be "significant" from
+    # nothing but reorderings of the same items: CI and p are NaN, and the note says why.
     a = [1.0, 2.0, 3.0, 4.0]
     r = paired_bootstrap(a, [x + 1 for x in a])
-    assert (r.ci_low, r.ci_high, r.difference) == (1, 1, 1)
-    assert r.p == pytest.approx(2 / 2001)
+    assert r.difference == 1 and (r.resamples, r.valid) == (2000, 2000)
+    assert math.isnan(r.ci_low) and math.isnan(r.ci_high) and math.isnan(r.p)
+    assert r.undefined.startswith("no spread")
+    # identical runs: every difference 0; no p of 1 that would count as a test in Holm's m
+    same = paired_bootstrap([0.0, 1.0, 1.0], [0.0, 1.0, 1.0])
+    assert same.difference == 0 and math.isnan(same.p) and same.undefined.startswith("no spread")
+
+
+def test_paired_bootstrap_needs_two_items() -> None:
+    # one item: every resample is that item, B − A = 1 each time (it was CI [1, 1], p = 2/2001); none drawn
+    one = paired_bootstrap([0.0], [1.0])
+    assert one.difference == 1 and math.isnan(one.ci_low) and math.isnan(one.p)
+    assert (one.resamples, one.valid, one.undefined) == (0, 0, "1 item: nothing to resample")
+    none = paired_bootstrap([], [])
+    assert math.isnan(none.difference) and math.isnan(none.p) and none.undefined == "0 items: nothing to resample"
 
 
 def test_paired_bootstrap_draws_are_the_documented_ones() -> None:
@@ -119,21 +134,46 @@ def test_paired_bootstrap_draws_are_the_documented_ones() -> None:
 
 
 def test_paired_bootstrap_leaves_out_undefined_resamples() -> None:
-    # item 1 has no value (NaN) in either run: a resample of only item 1 has no mean; it is counted out
-    a, b = [0.0, math.nan], [1.0, math.nan]
-    r = paired_bootstrap(a, b, resamples=400, seed=1)
-    assert r.difference == 1 and r.ci_low == r.ci_high == 1
-    assert 0 < r.valid < 400  # about ¾ of the resamples draw item 0 at least once
+    # item 2 has no value (NaN) in either run: a resample of only item 2 has no mean; it is left out and
+    # counted. P(all three draws are item 2) = (1/3)³ = 1/27: about 2000 · 26/27 = 1926 valid, over 90 %.
+    a, b = [0.0, 1.0, math.nan], [1.0, 1.0, math.nan]
+    r = paired_bootstrap(a, b, seed=2)
+    draws = np.random.default_rng(2).integers(0, 3, size=(2000, 3))
+    assert r.valid == int(np.sum(np.any(draws != 2, axis=1))) and 1880 < r.valid < 1970
+    assert r.difference == 0.5 and (r.ci_low, r.ci_high) == (0, 1) and r.undefined == ""
     assert mean_statistic(np.array([[math.nan, math.nan]]))[0] != mean_statistic(np.array([[1.0, 1.0]]))[0]
+
+
+def test_paired_bootstrap_with_too_few_valid_resamples_is_undefined() -> None:
+    # item 1 NaN of two: a resample is valid when it draws item 0 at least once, P = 1 − (1/2)² = ¾, so
+    # about 1500 of 2000 are kept, under 90 %: the kept ones are not a sample of the items (those that happen
+    # to draw item 0), so CI and p are NaN and the count is given.
+    r = paired_bootstrap([0.0, math.nan], [1.0, math.nan])
+    draws = np.random.default_rng(0).integers(0, 2, size=(2000, 2))
+    assert r.valid == int(np.sum(np.any(draws == 0, axis=1))) and 1400 < r.valid < 1600
+    assert math.isnan(r.ci_low) and math.isnan(r.p) and r.difference == 1
+    assert r.undefined == f"only {r.valid} of 2000 resamples have the statistic in both runs (under 90%)"
+    # the rule is MIN_VALID of the drawn resamples: 4 questions, each of another gold letter, and a statistic
+    # that needs every letter drawn (as RStd does): P = 4!/4⁴ = 24/256 = 9.4 %, about 188 of 2000
+    gold = np.array([0.0, 1.0, 2.0, 3.0])
+
+    def every_letter(values: np.ndarray) -> np.ndarray:
+        letters = np.stack([(values == j).any(axis=1) for j in range(4)], axis=-1)
+        return np.where(letters.all(axis=-1), 0.0, math.nan)
+
+    r = paired_bootstrap(gold, gold, every_letter)
+    draws = np.random.default_rng(0).integers(0, 4, size=(2000, 4))
+    assert MIN_VALID == 0.9 and r.valid == sum(len(set(row)) == 4 for row in draws.tolist())
+    assert 150 < r.valid < 230 and math.isnan(r.p)
 
 
 def test_paired_bootstrap_within_strata() -> None:
     # Stratum s = items 0, 1 (A 0, 0; B 1, 1: B − A = 1) and stratum t = items 2, 3 (A = B = 0). Drawn within
     # strata, every resample keeps two items of each: the mean difference is always (1 + 1 + 0 + 0) / 4 = ½,
-    # so the CI is [½, ½] and p = 2 / 2001. Drawn from all four items it ranges over 0 … 1.
+    # no spread (undefined). Drawn from all four items it ranges over 0 … 1.
     a, b, strata = [0.0, 0.0, 0.0, 0.0], [1.0, 1.0, 0.0, 0.0], ["s", "s", "t", "t"]
     r = paired_bootstrap(a, b, strata=strata)
-    assert (r.difference, r.ci_low, r.ci_high) == (0.5, 0.5, 0.5) and r.p == pytest.approx(2 / 2001)
+    assert r.difference == 0.5 and math.isnan(r.ci_low) and r.undefined.startswith("no spread")
     pooled = paired_bootstrap(a, b)
     assert pooled.ci_low < 0.5 < pooled.ci_high
     # the draws: per stratum in order of first appearance, integers(0, n_s, (resamples, n_s)) from one
@@ -151,6 +191,21 @@ def test_paired_bootstrap_within_strata() -> None:
     assert paired_bootstrap(x, y, strata=["one"] * 4) == paired_bootstrap(x, y)
     with pytest.raises(ValueError, match="one label per item"):
         paired_bootstrap(x, y, strata=["u"])
+
+
+def test_paired_bootstrap_singleton_strata() -> None:
+    # Every stratum a single item: each resample is the items themselves (B − A = (1 + 0) / 2 = ½ every time;
+    # it was CI [½, ½], p = 2/2001): nothing is redrawn, CI and p NaN, none drawn.
+    r = paired_bootstrap([0.0, 0.0], [1.0, 0.0], strata=["s", "t"])
+    assert r.difference == 0.5 and math.isnan(r.ci_low) and math.isnan(r.p) and (r.resamples, r.fixed) == (0, 2)
+    assert r.undefined == "every stratum has a single item (2 strata): each resample is the same items"
+    # Some singletons: stratum s = items 0, 1 (B − A = 1, 0), stratum t = item 2 alone (B − A = 1, in every
+    # resample, counted as fixed). A resample's mean difference is (s's two draws + 1) / 3: both item 0 (¼) → 1,
+    # one of each (½) → ⅔, both item 1 (¼) → ⅓. The 2.5th and 97.5th percentiles: ⅓ and 1; none ≤ 0, so
+    # p = 2 · (0 + 1) / 2001. The CI carries stratum s's variance only.
+    r = paired_bootstrap([0.0, 0.0, 0.0], [1.0, 0.0, 1.0], strata=["s", "s", "t"])
+    assert (r.difference, r.fixed, r.undefined) == (pytest.approx(2 / 3), 1, "")
+    assert (r.ci_low, r.ci_high) == (pytest.approx(1 / 3), 1) and r.p == pytest.approx(2 / 2001)
 
 
 def test_holm_and_bh() -> None:
