@@ -10,19 +10,23 @@ with the largest log-probability.
 - Recall of a letter = share of the items whose gold answer is that letter that the model
   answers with it; accuracy = share of items answered correctly (the recall-weighted sum).
 - Position bias = RStd, the population SD (ddof=0, numpy's default in the authors' code) of the
-  four recalls: 0 when every position is recalled equally often; not signed.
+  four recalls: 0 when every position is recalled equally often; not signed. NaN when a letter is
+  never the gold answer (its recall does not exist; the authors count it as 0) and with fewer
+  than 2 recalls (one recall has SD 0 whatever the bias).
 - Specific correction (`balanced_mcq_folds`, `mcq_specific_correction`): k = 5 folds, k − 1 of
   them balanced across gold letters, drawn with `np.random.seed(42)`; each letter's
   log-probability minus its mean over the item's calibration set (the other balanced folds; for
   the "extra" fold of the items not drawn, all balanced folds). Every item is answered once.
 - Δ% = 100 · (corrected − base) / base (`metrics.yesno.relative_change`).
+- `McqSummary.notes`: why RStd or the Specific numbers are NaN (a letter never gold; too few
+  questions per letter for balanced folds).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
@@ -71,9 +75,10 @@ def letter_recalls(answers: ArrayLike, gold: Sequence[str], letters: Sequence[st
 
 
 def recall_std(recalls: ArrayLike) -> float:
-    """RStd: population SD (ddof=0, as numpy's default in the authors' code) of the letter recalls."""
+    """RStd: population SD (ddof=0, as numpy's default in the authors' code) of the letter recalls;
+    NaN with fewer than 2 recalls (one recall has SD 0 whatever the bias) or a NaN recall."""
     r = np.asarray(recalls, dtype=float)
-    return float(r.std()) if r.size else math.nan
+    return float(r.std()) if r.size >= 2 else math.nan
 
 
 @dataclass(frozen=True)
@@ -151,6 +156,7 @@ class McqSummary:
     rstd_specific: float
     delta_pct_rstd_specific: float
     delta_pct_accuracy_specific: float
+    notes: dict[str, str] = field(default_factory=dict)  # "rstd", "specific": why those numbers are NaN
 
     def as_dict(self) -> dict[str, object]:
         return asdict(self)
@@ -176,12 +182,14 @@ def summarize_mcq(
         a = mcq_answers(lp)
         return float(a[np.arange(g.size), g].mean()), letter_recalls(a, gold, letters)
 
+    counts = np.bincount(g, minlength=len(letters))
+    notes = _summary_notes(counts, k, letters)
     if g.size == 0:
         nan4 = (math.nan,) * len(letters)
-        return McqSummary(0, 0, math.nan, nan4, math.nan, math.nan, nan4, math.nan, math.nan, math.nan)
+        return McqSummary(0, 0, math.nan, nan4, math.nan, math.nan, nan4, math.nan, math.nan, math.nan, notes)
     acc, rec = scored(x)
     acc_s, rec_s = math.nan, np.full(len(letters), math.nan)
-    if k >= 3 and np.bincount(g, minlength=len(letters)).min() >= k - 1:  # else no balanced folds (e.g. --limit)
+    if "specific" not in notes:
         acc_s, rec_s = scored(mcq_specific_correction(x, balanced_mcq_folds(gold, k, seed, letters)))
     rstd, rstd_s = recall_std(rec), recall_std(rec_s)
     return McqSummary(
@@ -195,4 +203,29 @@ def summarize_mcq(
         rstd_specific=rstd_s,
         delta_pct_rstd_specific=relative_change(rstd, rstd_s),
         delta_pct_accuracy_specific=relative_change(acc, acc_s),
+        notes=notes,
     )
+
+
+def _summary_notes(counts: np.ndarray, k: int, letters: Sequence[str]) -> dict[str, str]:
+    """Why RStd (a letter never gold, or fewer than 2 letters) and the Specific numbers (no
+    balanced folds) are NaN, from the gold count per letter; {} where both are computed."""
+    notes = {}
+    never = [x for x, c in zip(letters, counts) if c == 0]
+    if never:
+        notes["rstd"] = (
+            f"rstd n/a: no question has the gold letter {', '.join(never)} (RStd needs every letter's recall)"
+        )
+    elif len(letters) < 2:
+        notes["rstd"] = "rstd n/a: one letter (RStd needs at least 2 recalls)"
+    if k < 3:
+        notes["specific"] = (
+            f"Specific n/a: k = {k} folds (k − 1 balanced folds, each calibrated on the others, need k ≥ 3)"
+        )
+    elif counts.min() < k - 1:
+        shown = ", ".join(f"{x} {c}" for x, c in zip(letters, counts))
+        notes["specific"] = (
+            f"Specific n/a: too few questions per gold letter ({shown}) for k − 1 = {k - 1} balanced folds, "
+            f"which need at least {k - 1} of each"
+        )
+    return notes

@@ -17,15 +17,23 @@ Metrics (`position_metrics`; per condition in `summarize_positions`):
   position p). recalls_original: the same over the shift-0 rows only (with only shift 0 and
   n = 4 this is `answer_position.letter_recalls`).
 - rstd, rstd_original = population SD (ddof 0, np.std, as `answer_position.recall_std` and
-  PriDe's code) of the FINITE recalls (answer_position's RStd is NaN once a recall is NaN; with
-  mixed option counts a position can exist for some items only, so NaN recalls are left out).
+  PriDe's code) of the recalls of the positions the items have (p < some item's n): the per-ID
+  recalls of the authors' definition. NaN where one of those positions has no recall (no row, or
+  no shift-0 row for rstd_original, with its gold there: e.g. every gold option 0 and only shift
+  0 asked), as answer_position's RStd is NaN when a letter is never gold; NaN with fewer than 2
+  recalls (one recall has SD 0 whatever the bias). A position beyond every item's n (recalls over
+  n_positions > the largest n, e.g. a correction scoring only the 3-option items of a task with
+  4-option ones) is not the items' and is left out.
 - changed = share of the items with ≥ 2 shifts whose answer, mapped from positions back to
   original options, is not the same in all their rows (answer-share vectors compared exactly;
   ties compare as their shares); NaN when no item has ≥ 2 shifts.
 - CIs: 95% percentile bootstrap over items (all of an item's rows go together): item indices
   `numpy.random.default_rng(seed).integers(0, N, size=(B, N))` (drawn 250 resamples at a time:
   the same stream), as `metrics.paired`; corrections are held fixed (estimated once on all data).
-  A resample whose value is NaN (a recall no drawn row has) is left out of that quantile.
+  A resample whose value is NaN (e.g. a drawn position with no drawn row with its gold there) is
+  left out of that quantile and counted (`PositionMetrics.notes`). Fewer than 2 items: no CIs (every
+  resample is the one item: a zero-width interval that says nothing); a NaN value: NaN CI.
+- notes: why a number or CI of a computed condition is n/a, and the resamples a CI left out.
 
 Corrections (each returns a `Corrected`: per-item corrected rows and the scored items):
 - PriDe (Zheng et al., ICLR 2024, "Large Language Models Are Not Robust Multiple Choice
@@ -130,7 +138,8 @@ def _softmax(x: np.ndarray) -> np.ndarray:
 def item_features(items: Sequence[PositionItem], logprobs: Sequence[np.ndarray], m: int) -> np.ndarray:
     """Per item (≥ 1 item; rows of the result), the sums every metric is a ratio of, so that a resample's
     metrics come from weighted sums: [c at shift 0, mean c, has ≥ 2 shifts, changed (and ≥ 2),
-    Σc per gold position (m), rows per gold position (m), the same two over shift 0 (2m)]."""
+    Σc per gold position (m), rows per gold position (m), the same two over shift 0 (2m),
+    has position p (p < n; m)]."""
     n_items = len(items)
     counts = np.array([len(it.shifts) for it in items], dtype=int)
     x = np.full((int(counts.sum()), m), -np.inf)  # letters beyond an item's n never win
@@ -173,6 +182,7 @@ def item_features(items: Sequence[PositionItem], logprobs: Sequence[np.ndarray],
             per_position(np.ones_like(c)),
             per_position(c * is0),
             per_position(is0),
+            np.arange(m)[None, :] < np.array([it.n for it in items])[:, None],
         ]
     ).astype(float)
 
@@ -182,15 +192,20 @@ def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
         return np.where(den > 0, num / np.where(den > 0, den, 1.0), math.nan)
 
 
-def _nanstd(r: np.ndarray) -> np.ndarray:
+def _rstd(recalls: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """Population SD of the recalls over the last axis; NaN where a present position (present > 0:
+    some item has it) has no recall, or where fewer than 2 recalls are finite."""
+    finite = np.isfinite(recalls)
+    defined = np.all(finite | (present <= 0), axis=-1) & (finite.sum(axis=-1) >= 2)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # all NaN (no positions): NaN
-        return np.nanstd(r, axis=-1)
+        sd = np.nanstd(recalls, axis=-1)
+    return np.where(defined, sd, math.nan)
 
 
 def metrics_from_sums(sums: np.ndarray, n_items: int, m: int) -> dict[str, np.ndarray]:
     """Metrics from summed item features, vectorised over the leading axes (resamples)."""
-    num, den, num0, den0 = (sums[..., 4 + j * m : 4 + (j + 1) * m] for j in range(4))
+    num, den, num0, den0, present = (sums[..., 4 + j * m : 4 + (j + 1) * m] for j in range(5))
     recalls, recalls0 = _ratio(num, den), _ratio(num0, den0)
     n = n_items if n_items else math.nan
     return {
@@ -199,8 +214,8 @@ def metrics_from_sums(sums: np.ndarray, n_items: int, m: int) -> dict[str, np.nd
         "changed": _ratio(sums[..., 3], sums[..., 2]),
         "recalls": recalls,
         "recalls_original": recalls0,
-        "rstd": _nanstd(recalls),
-        "rstd_original": _nanstd(recalls0),
+        "rstd": _rstd(recalls, present),
+        "rstd_original": _rstd(recalls0, present),
     }
 
 
@@ -250,16 +265,18 @@ def position_bootstrap(
     seed: int = SEED,
 ) -> dict[str, np.ndarray]:
     """The metrics of each bootstrap resample of the items: scalars of shape (resamples,),
-    recalls of shape (resamples, n_positions). `logprobs` replaces the items' rows (a correction)."""
+    recalls of shape (resamples, n_positions), all NaN with fewer than 2 items. `logprobs`
+    replaces the items' rows (a correction)."""
     m = _positions(items, n_positions)
     features = item_features(items, _checked_logprobs(items, logprobs), m) if items else None
     return _bootstrap(features, m, resamples, seed)
 
 
 def _bootstrap(features: np.ndarray | None, m: int, resamples: int, seed: int) -> dict[str, np.ndarray]:
+    """Each resample's metrics; all NaN with fewer than 2 items (every resample would be the one item)."""
     if resamples < 1:
         raise ValueError(f"need resamples ≥ 1, got {resamples}")
-    if features is None:  # no items
+    if features is None or features.shape[0] < 2:
         return {k: np.full((resamples, m) if k.startswith("recalls") else resamples, math.nan) for k in _KEYS}
     return metrics_from_sums(_resampled_sums(features, resamples, seed), features.shape[0], m)
 
@@ -294,6 +311,9 @@ class PositionMetrics:
     seed: int
     left_out: dict[str, int] = field(default_factory=dict)  # items the condition could not score, by reason
     reason: str | None = None  # why the condition has no numbers (None: computed)
+    # why a number or CI of a computed condition is n/a, or what a CI left out: by scalar ("rstd"),
+    # by scalar's CI ("rstd_ci": resamples left out), "ci" (every CI: fewer than 2 items)
+    notes: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, object]:
         """JSON-friendly: floats, ints, lists, dicts, None; NaN stays NaN."""
@@ -310,11 +330,55 @@ class PositionMetrics:
             "seed": self.seed,
             "left_out": dict(self.left_out),
             "reason": self.reason,
+            "notes": dict(self.notes),
         }
 
 
 def _floats(v: np.ndarray) -> tuple[float, ...]:
     return tuple(float(x) for x in v)
+
+
+# Why a resample has no value of a measure (its CI leaves it out).
+_NO_RESAMPLE_VALUE = {
+    "rstd": "a drawn position without a drawn row with its correct option there",
+    "rstd_original": "a drawn position without a drawn item with its correct option there in the original order",
+    "changed": "no drawn item asked in 2 or more orders",
+}
+
+
+def _positions_named(mask: np.ndarray) -> str:
+    letters = [LETTERS[p] for p in np.flatnonzero(mask)]
+    return f"position{'s' * (len(letters) > 1)} {', '.join(letters)}"
+
+
+def _notes(
+    point: Mapping[str, np.ndarray], boot: Mapping[str, np.ndarray], present: np.ndarray, n_items: int
+) -> dict[str, str]:
+    """Why a number of the items' metrics is n/a (RStd, changed), why their CIs are (fewer than 2
+    items), and how many resamples a CI left out. `present`: the positions the items have."""
+    notes = {}
+    for key, recalls, where, order in (
+        ("rstd", "recalls", "no row has", ""),
+        ("rstd_original", "recalls_original", "no item has", " in the original order"),
+    ):
+        if math.isnan(point[key]):
+            missing = present & ~np.isfinite(point[recalls])
+            notes[key] = (
+                f"{key} n/a: {where} its correct option at {_positions_named(missing)}{order} "
+                "(RStd needs a recall for every position the items have)"
+                if missing.any()
+                else f"{key} n/a: fewer than 2 positions have a recall"
+            )
+    if math.isnan(point["changed"]):
+        notes["changed"] = "changed n/a: no item asked in 2 or more orders"
+    if n_items < 2:
+        notes["ci"] = f"no CIs: {n_items} item (a bootstrap over items needs at least 2)"
+        return notes
+    for key, why in _NO_RESAMPLE_VALUE.items():
+        valid, total = int(np.isfinite(boot[key]).sum()), boot[key].size
+        if key not in notes and valid < total:
+            notes[f"{key}_ci"] = f"{key} CI over {valid:,} of {total:,} resamples (the others: {why})"
+    return notes
 
 
 def position_metrics(
@@ -337,6 +401,9 @@ def position_metrics(
     else:
         point = metrics_from_sums(features.sum(axis=0), len(items), m)
     ci = {k: _percentile_ci(boot[k]) for k in _KEYS}
+    for k in SCALARS:  # no interval around an undefined value (a resample may still have one)
+        if math.isnan(point[k]):
+            ci[k] = np.full(2, math.nan)
     return PositionMetrics(
         n_items=len(items),
         n_rows=sum(len(it.shifts) for it in items),
@@ -349,6 +416,7 @@ def position_metrics(
         resamples=resamples,
         seed=seed,
         left_out=dict(left_out or {}),
+        notes={} if features is None else _notes(point, boot, features[:, 4 + 4 * m :].sum(axis=0) > 0, len(items)),
     )
 
 

@@ -3,7 +3,8 @@
 One task per MMLU subject and prompt type; one document = one question. Accuracy and the letter
 recalls are means over the questions (a recall over the questions whose gold answer is that
 letter), so lm-eval gives them a stderr; RStd, the Specific correction and the Δ% columns need
-the whole subject and come from `summarize`. RStd is not signed (0 = every position recalled
+the whole subject and come from `summarize`; `biasmonkey summarize` shows them with the reasons
+of the n/a ones (`summary.summary_table`). RStd is not signed (0 = every position recalled
 alike), so the family's headline `signed_metric` is `rstd` itself and its Hub magnitude
 `abs_rstd` equals it.
 """
@@ -18,6 +19,7 @@ from biasmonkey.tasks.answer_position import codecs, data
 from biasmonkey.tasks.answer_position.options import AnswerPositionOptions
 from biasmonkey.tasks.answer_position.prompts import LETTERS, PROMPTS
 from biasmonkey.tasks.answer_position.scoring import McqRecord, summarize
+from biasmonkey.tasks.answer_position.summary import summary_table
 from biasmonkey.tasks.contract import (
     Family,
     LmEvalGroup,
@@ -130,4 +132,5 @@ FAMILY: Family[McqRecord] = Family(
         for prompt in PROMPTS
     ],
     data_files=data.pinned_files,
+    summary_table=summary_table,
 )

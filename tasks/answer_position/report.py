@@ -200,12 +200,21 @@ def _authors(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
     return table[(table["source"] == AUTHORS) & (table["prompt"] == mine["prompt"].iloc[0])]
 
 
+# Why a model's mean RStd after Specific is n/a: a subject's Specific numbers are NaN only without balanced folds.
+SPECIFIC_NA = (
+    "n/a after the Specific correction (a subject with fewer than k − 1 questions of some gold letter: "
+    "no balanced folds)"
+)
+
+
 def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None = None) -> str | None:
     if pd.isna(row.get("answer_position_rstd", float("nan"))):
         return None
+    specific = row["answer_position_rstd_specific"]
+    after = SPECIFIC_NA if pd.isna(specific) else f"{specific:.3f} after the Specific correction"
     sentence = (
         f"Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): {row['answer_position_rstd']:.3f}, "
-        f"{row['answer_position_rstd_specific']:.3f} after the Specific correction{_run_size(row, tables)}"
+        f"{after}{_run_size(row, tables)}"
     )
     authors = _authors(tables, row["model"]) if tables else pd.DataFrame()
     if len(authors):
@@ -236,7 +245,8 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     if "answer_position_rstd" not in summary:
         return {}
     pairs = zip(summary["answer_position_rstd"], summary["answer_position_rstd_specific"])
-    return {"MMLU RStd base → specific": ["–" if pd.isna(b) else f"{b:.3f} → {sp:.3f}" for b, sp in pairs]}
+    shown = ["–" if pd.isna(b) else f"{b:.3f} → " + ("n/a" if pd.isna(sp) else f"{sp:.3f}") for b, sp in pairs]
+    return {"MMLU RStd base → specific": shown}
 
 
 def headline(tables: Mapping[str, pd.DataFrame]) -> Any:

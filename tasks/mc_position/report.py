@@ -74,10 +74,11 @@ INTRO = (
     "log-probability. **Accuracy** is over the original order, **accuracy over orders** over every asked order "
     "(item-weighted); the **recall** of a position is the share of the asked rows whose correct option stands "
     "there that the model answers with that position's letter; **RStd** is the population SD of the recalls "
-    "(0 = every position recalled alike), over all orders and over the original order only; **changed** is the "
+    "(0 = every position recalled alike; none where a position never holds the correct option), over all orders "
+    "and over the original order only; **changed** is the "
     "share of items whose chosen option (mapped back from positions to options) is not the same in all their "
     "orders. Brackets: 95% percentile bootstrap CI over items (all of an item's orders together; a correction is "
-    "estimated once on all items and held fixed). Δ% = 100 · (corrected − raw) / raw."
+    "estimated once on all items and held fixed; none over fewer than 2 items). Δ% = 100 · (corrected − raw) / raw."
 )
 CORRECTIONS = (
     "- **PriDe** (Zheng et al., ICLR 2024): the prior over answer positions is estimated from a few calibration items "
@@ -350,12 +351,14 @@ def _delta(value: Any) -> str:
 
 
 def _why(row: Mapping[str, Any]) -> str:
-    """The condition's note in the table: why it has no numbers, or what it left out."""
+    """The condition's note in the table: why it has no numbers, or what it left out and why some of
+    its numbers or CIs are n/a."""
     if row["reason"]:
         return f"no numbers: {row['reason']}"
-    if row["left_out"]:
-        return f"left out: {row['left_out_by_reason']}"
-    return ""
+    parts = [f"left out: {row['left_out_by_reason']}"] if row["left_out"] else []
+    if isinstance(row.get("notes"), str) and row["notes"]:  # a CSV's empty cell reads as NaN
+        parts.append(row["notes"])
+    return "; ".join(parts)
 
 
 def shown_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -429,7 +432,7 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Any:
                 f"{task}: raw vs each correction",
                 shown_table(rows),
                 legend="Brackets: 95% percentile bootstrap CI over items; Δ%: relative change against the raw row "
-                "of the same model; – : no number.",
+                "of the same model; – : no number; a number without brackets has no CI; the last column says why.",
             )
         )
         if note := like_with_like(rows):

@@ -8,7 +8,9 @@ per position over all orders and over the original order only, the share of item
 option changes under permutation, each with its 95% percentile bootstrap CI over items
 (`<measure>_ci_low`, `<measure>_ci_high`), Δ% against raw (summary.csv), and the items a
 correction left out. A condition the data do not allow has no numbers and its reason, in the
-notes under the table.
+notes under the table; so has a number or CI of a computed condition that is n/a (an RStd where a
+position never holds the correct option, CIs over fewer than 2 items), and a CI that left some
+resamples out says how many (`PositionMetrics.notes`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ ROW_KEYS = (
     "left_out",
     "left_out_by_reason",
     "reason",
+    "notes",
 )
 COLUMNS = (
     "task",
@@ -62,10 +65,11 @@ NOTE = (
     "PriDe (Zheng et al., ICLR 2024), contextual calibration (Zhao et al., ICML 2021) and the Specific correction "
     "(Bhatt & Ivanova, 2025). n_items: items scored; accuracy in the original order, accuracy_permuted over every "
     "asked order; rstd: population SD of the recalls per answer position over all orders (rstd_original: the "
-    "original order only; 0 = every position recalled alike); changed: share of the items whose chosen option "
-    "changes under permutation. _ci_low/_ci_high: 95% percentile bootstrap CI over items (the corrections "
-    "estimated once on all items). left_out: items a correction did not score (PriDe's calibration items among "
-    "them); Δ% against raw is in summary.csv (delta_pct_*)."
+    "original order only; 0 = every position recalled alike; n/a where a position the items have never holds the "
+    "correct option, a recall that does not exist); changed: share of the items whose chosen option changes under "
+    "permutation. _ci_low/_ci_high: 95% percentile bootstrap CI over items (the corrections estimated once on all "
+    "items; none over fewer than 2 items). left_out: items a correction did not score (PriDe's calibration items "
+    "among them); Δ% against raw is in summary.csv (delta_pct_*). Why a number is n/a: the notes above."
 )
 
 
@@ -99,19 +103,24 @@ def condition_rows(task: str, summary: PositionSummary) -> list[dict[str, Any]]:
         row["left_out"] = int(sum(c.left_out.values()))
         row["left_out_by_reason"] = "; ".join(f"{k}: {v}" for k, v in c.left_out.items() if v)
         row["reason"] = c.reason or ""
+        row["notes"] = "; ".join(c.notes.values())
         rows.append(row)
     return rows
 
 
 def condition_note(row: Mapping[str, Any]) -> str | None:
-    """A row's note: why the condition has no numbers, or the items it left out; None where neither."""
+    """A row's note: why the condition has no numbers; else the items it left out and why some of
+    its numbers or CIs are n/a (`notes`); None where none of these."""
     label = LABELS.get(row["condition"], row["condition"])
     if row.get("reason"):
         return f"{row['task']}, {label}: no numbers: {row['reason']}."
+    parts = []
     if row.get("left_out"):
         n = int(row["left_out"])
-        return f"{row['task']}, {label}: {n} item{'s' * (n != 1)} left out ({row['left_out_by_reason']})."
-    return None
+        parts.append(f"{n} item{'s' * (n != 1)} left out ({row['left_out_by_reason']})")
+    if row.get("notes"):
+        parts.append(row["notes"])
+    return f"{row['task']}, {label}: {'; '.join(parts)}." if parts else None
 
 
 def _options_of(run_options: Sequence[Any] | None, i: int) -> PositionOptions:

@@ -114,6 +114,9 @@ def test_report_hooks_recompute_a_model_from_its_records(monkeypatch) -> None:
     assert summary["answer_position_rstd"] == pytest.approx(0.43301, abs=1e-5)
     sentence = report.summary_sentence({"model": "m1", **summary})
     assert sentence.startswith("Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): 0.433,")
+    assert f"0.433, {report.SPECIFIC_NA} (this run: 8 questions" in sentence  # not "nan"
+    shown = report.summary_display(pd.DataFrame([summary]))
+    assert shown == {"MMLU RStd base → specific": ["0.433 → n/a"]}
     section = report.section(tables, Path("unused"))
     assert section.title == "Answer-position bias on MMLU" and len(section.blocks) == 2
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import time
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -139,11 +140,94 @@ def test_changed_counts_only_items_with_two_shifts() -> None:
 
 
 def test_recalls_nan_where_no_row_has_the_gold() -> None:
-    # two n = 2 items with gold at A, and n_positions 3: B and C have no row → NaN; RStd of the
-    # finite recalls only: [1] → 0
+    # two n = 2 items with gold at A, and n_positions 3: B and C have no row → NaN recalls. B is a
+    # position the items have: RStd is undefined (a lone recall would have SD 0 whatever the bias);
+    # C is no item's position and needs no recall: gold A and B, both answered A → recalls (1, 0,
+    # NaN), RStd = SD(1, 0) = .5
     items = [PositionItem(f"i{j}", 2, 0, (0,), np.array([[-1.0, -2.0]])) for j in range(2)]
     m = position_metrics(items, n_positions=3, resamples=5)
-    assert _nan_equal(m.recalls, [1.0, math.nan, math.nan]) and m.rstd == 0.0
+    assert _nan_equal(m.recalls, [1.0, math.nan, math.nan]) and math.isnan(m.rstd)
+    assert m.notes["rstd"].startswith("rstd n/a: no row has its correct option at position B (")
+    both = [PositionItem(f"i{j}", 2, j, (0,), np.array([[-1.0, -2.0]])) for j in range(2)]
+    m = position_metrics(both, n_positions=3, resamples=5)
+    assert _nan_equal(m.recalls, [1.0, 0.0, math.nan]) and m.rstd == 0.5 and m.rstd_original == 0.5
+    assert "rstd" not in m.notes and "rstd_original" not in m.notes
+
+
+ALWAYS_A = np.array([[5.0, 0.0, 0.0, 0.0]])  # answers A
+
+
+@pytest.mark.parametrize(
+    ("gold", "recalls", "missing"),
+    [(0, [1.0, math.nan, math.nan, math.nan], "B, C, D"), (1, [math.nan, 0.0, math.nan, math.nan], "A, C, D")],
+)
+def test_rstd_is_undefined_for_the_strongest_bias(gold: int, recalls: list[float], missing: str) -> None:
+    # ten 4-option items, all with the same gold, asked in the original order only, always answered
+    # A: one finite recall (SD 0 whatever the bias): RStd, its CI and the original-order RStd are n/a
+    items = [PositionItem(f"q{i}", 4, gold, (0,), ALWAYS_A) for i in range(10)]
+    m = position_metrics(items, resamples=50)
+    assert _nan_equal(m.recalls, recalls) and _nan_equal(m.recalls_original, recalls)
+    assert math.isnan(m.rstd) and math.isnan(m.rstd_original)
+    assert all(math.isnan(x) for k in ("rstd", "rstd_original") for x in m.ci[k])
+    assert m.notes["rstd"] == (
+        f"rstd n/a: no row has its correct option at positions {missing} "
+        "(RStd needs a recall for every position the items have)"
+    )
+    assert m.notes["rstd_original"] == (
+        f"rstd_original n/a: no item has its correct option at positions {missing} in the original order "
+        "(RStd needs a recall for every position the items have)"
+    )
+    assert m.notes["changed"] == "changed n/a: no item asked in 2 or more orders"
+    assert m.accuracy == (1.0 if gold == 0 else 0.0) and m.ci["accuracy"] == (m.accuracy, m.accuracy)
+
+
+def test_all_orders_give_every_position_a_recall() -> None:
+    # the same items in all four cyclic orders, always answered A: the gold (option 0) stands at A
+    # under shift 0 (answered) and at D, C, B under shifts 1, 2, 3 (not) → recalls (1, 0, 0, 0):
+    # mean 1/4, deviations 3/4, −1/4 (×3) → variance (9/16 + 3/16)/4 = 3/16 → RStd √3/4 = .4330;
+    # the original order has the gold at A only: rstd_original n/a
+    items = [PositionItem(f"q{i}", 4, 0, (0, 1, 2, 3), np.tile(ALWAYS_A, (4, 1))) for i in range(10)]
+    m = position_metrics(items, resamples=50)
+    assert m.recalls == (1.0, 0.0, 0.0, 0.0) and m.rstd == pytest.approx(math.sqrt(3) / 4)
+    assert m.ci["rstd"] == pytest.approx((math.sqrt(3) / 4,) * 2)  # every resample alike
+    assert math.isnan(m.rstd_original) and "positions B, C, D in the original order" in m.notes["rstd_original"]
+    assert set(m.notes) == {"rstd_original"}
+    # mixed option counts: a 2-option and a 3-option item, gold A, answered A: B and C are the
+    # items' positions without a recall → n/a
+    mixed = [PositionItem("two", 2, 0, (0,), [[0.0, -1.0]]), PositionItem("three", 3, 0, (0,), [[0.0, -1.0, -1.0]])]
+    assert math.isnan(position_metrics(mixed, resamples=5).rstd)
+
+
+def test_one_item_has_no_confidence_intervals() -> None:
+    # one 3-option item in all orders, always answered A, gold option 0: recalls (1, 0, 0), mean
+    # 1/3, deviations 2/3, −1/3, −1/3 → variance (4 + 1 + 1)/27 = 2/9 → RStd √2/3 = .4714; every
+    # resample is that item, so a CI would have zero width: none, with the reason
+    item = PositionItem("only", 3, 0, (0, 1, 2), np.tile([[5.0, 0.0, 0.0]], (3, 1)))
+    m = position_metrics([item], resamples=50)
+    assert (m.accuracy, m.rstd) == (1.0, pytest.approx(math.sqrt(2) / 3))
+    assert all(math.isnan(x) for ci in m.ci.values() for x in ci)
+    assert all(math.isnan(x) for ci in (*m.recalls_ci, *m.recalls_original_ci) for x in ci)
+    assert m.notes["ci"] == "no CIs: 1 item (a bootstrap over items needs at least 2)"
+    assert all(np.isnan(v).all() for v in position_bootstrap([item], resamples=7).values())
+    # two items: CIs again
+    two = position_metrics([item, replace(item, id="other")], resamples=50)
+    assert two.ci["accuracy"] == (1.0, 1.0) and "ci" not in two.notes
+
+
+def test_a_ci_counts_the_resamples_without_a_value() -> None:
+    # five 2-option items in the original order only, gold A, A, A, A, B: a resample has an RStd
+    # only where it draws the gold-B item (index 4); the count follows the documented draw
+    items = [PositionItem(f"g{i}", 2, int(i == 4), (0,), np.array([[0.0, -1.0]])) for i in range(5)]
+    idx = np.random.default_rng(3).integers(0, 5, size=(40, 5))
+    valid = int((idx == 4).any(axis=1).sum())
+    assert 0 < valid < 40
+    m = position_metrics(items, resamples=40, seed=3)
+    # recalls (1, 0) → RStd .5 in every resample that has one
+    assert m.rstd == 0.5 and m.ci["rstd"] == (0.5, 0.5)
+    assert m.notes["rstd_ci"] == (
+        f"rstd CI over {valid} of 40 resamples (the others: a drawn position without a drawn row "
+        "with its correct option there)"
+    )
 
 
 # ---------------------------------------------------------------------------- fidelity
@@ -406,3 +490,16 @@ def test_performance_sanity() -> None:
     s = summarize_positions(items, content_free={4: [0.0, 0.0, 0.0, 0.0]}, resamples=1000)
     assert time.perf_counter() - start < 5.0
     assert all(c.reason is None for c in s.conditions.values())
+
+
+def test_a_correction_scoring_one_item_has_no_cis() -> None:
+    # two 2-option items in both orders: PriDe draws max(1, floor(.05 · 2)) = 1 calibration item and
+    # scores the other alone → numbers without CIs, and the reason; raw (2 items) has CIs
+    items = [PositionItem(f"p{i}", 2, i, (0, 1), np.array([[0.0, -1.0], [0.0, -1.0]])) for i in range(2)]
+    s = summarize_positions(items, resamples=20)
+    raw, pride = s.conditions["raw"], s.conditions["pride"]
+    assert pride.n_items == 1 and pride.reason is None and math.isfinite(pride.accuracy)
+    assert all(math.isnan(x) for ci in pride.ci.values() for x in ci)
+    assert pride.notes["ci"].startswith("no CIs: 1 item") and "ci" not in raw.notes
+    # raw: both items answer A in both orders; gold at A in 2 of 4 rows → recalls (1, 0), RStd .5
+    assert raw.rstd == 0.5 and not math.isnan(raw.ci["accuracy"][0])
