@@ -20,10 +20,11 @@ POWER = 0.8
 
 def minimum_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: float = POWER) -> float:
     """The MDE of a two-sided one-sample t-test over `n` pairs with per-pair SD `sd` (same unit as
-    sd). Infinite below 2 pairs (no t-test); NaN for an undefined or negative sd."""
+    sd). Infinite below 2 pairs (no t-test); NaN for an sd that is undefined, negative or 0 (with no
+    spread the t-test is undefined: `statistics.summarize_deltas`)."""
     if not 0 < alpha < 1 or not 0 < power < 1:
         raise ValueError(f"alpha {alpha} and power {power} must lie in (0, 1)")
-    if not math.isfinite(sd) or sd < 0:
+    if not (math.isfinite(sd) and sd > 0):
         return math.nan
     if n < 2:
         return math.inf
@@ -36,10 +37,10 @@ def minimum_detectable_effect(n: int, sd: float, alpha: float = ALPHA, power: fl
 def pairs_needed(
     effect: float, sd: float, alpha: float = ALPHA, power: float = POWER, max_n: int = 1_000_000
 ) -> int | None:
-    """The fewest pairs whose MDE is at most |effect| (None: none up to `max_n`, or effect 0).
-    The MDE falls monotonically with n, so a bisection finds it."""
+    """The fewest pairs whose MDE is at most |effect| (None: none up to `max_n`, effect 0, or an sd
+    without an MDE: undefined, negative or 0). The MDE falls monotonically with n, so a bisection finds it."""
     effect = abs(effect)
-    if not math.isfinite(effect) or effect == 0 or not math.isfinite(sd) or sd < 0:
+    if not math.isfinite(effect) or effect == 0 or not (math.isfinite(sd) and sd > 0):
         return None
     if minimum_detectable_effect(max_n, sd, alpha, power) > effect:
         return None

@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
-from biasmonkey.metrics.statistics import human_likeness, summarize_deltas
+from biasmonkey.metrics.statistics import human_likeness, human_likeness_score, summarize_deltas, untestable
 from biasmonkey.tasks.contract import ItemMeasure, base_task_name
 from biasmonkey.tasks.response_bias.family import FAMILY
 from biasmonkey.tasks.response_bias.scoring import PairRecord
@@ -50,13 +50,17 @@ def unit_biases(records: Mapping[str, Sequence[PairRecord]], **options: Any) -> 
 
 def run_scores(records: Mapping[str, Sequence[PairRecord]]) -> dict[str, float]:
     """Human-likeness (TACL Table 3) over the bias tasks the run has: +1 per bias with a significant
-    positive Δ, −1 significant negative, 0 otherwise, summed; none without a bias task."""
+    positive Δ, −1 significant negative, 0 not significant, summed over the testable biases (NaN: none),
+    and `human_likeness_untestable`, the biases whose t-test is undefined; none without a bias task."""
     summaries = {}
     for task, items in records.items():
         fixed = FAMILY.tasks.get(base_task_name(task) or "", {})
         if fixed.get("setting") == "bias" and not fixed.get("reword"):
             summaries[fixed["bias"]] = summarize_deltas([r.delta for r in items if r.delta is not None])
-    return {"human_likeness": float(sum(human_likeness(summaries).values()))} if summaries else {}
+    if not summaries:
+        return {}
+    scores = human_likeness(summaries)
+    return {"human_likeness": human_likeness_score(scores), "human_likeness_untestable": float(len(untestable(scores)))}
 
 
 def published_models(names: Sequence[str] | None = None) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ panel, section, inputs note and leaderboard entry. `harness_ext/app/report` call
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,7 @@ from biasmonkey.tasks.response_bias.report_tables import (
     topic_table,
     uncertainty_table,
 )
+from biasmonkey.tasks.response_bias.summary import TEST_NOTE, undefined_tests_note
 from biasmonkey.tasks.response_bias.topics import load_topics
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT_UNCERTAINTY
 from biasmonkey.tasks.response_bias.uncertainty import check_choice as check_uncertainty_side
@@ -144,8 +146,10 @@ SUMMARY_COLUMNS = (
     "protocol",
     "human_likeness",
     "n_biases",
+    "n_untestable",
     "human_likeness_per_bias",
     "perturbations",
+    "perturbations_untestable",
     "perturbations_significant_holm",
     "perturbations_significant_raw",
     "largest_effects",
@@ -153,6 +157,8 @@ SUMMARY_COLUMNS = (
 
 
 def _signed(value: float) -> str:
+    if pd.isna(value):
+        return "n/a"
     return f"{value:+.2f}".rstrip("0").rstrip(".") if value % 1 else f"{int(value):+d}"
 
 
@@ -161,43 +167,54 @@ def _count(n: float, noun: str) -> str:
     return f"{n} {noun}" if n == 1 else f"{n} {noun}es" if noun.endswith("s") else f"{n} {noun}s"
 
 
+def _untestable_biases(rb: pd.DataFrame, model: str) -> list[str]:
+    """`model`'s biases whose Δb t-test is undefined (p NaN)."""
+    rows = rb[(rb["model"] == model) & (rb["setting"] == "bias") & rb["p"].isna()]
+    return list(rows["bias"])
+
+
 def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """A model's entries in the report's summary: protocol, human-likeness score (and per bias),
-    perturbations whose Δp is significant after Holm over the report's family (and at raw p), and
-    the largest Holm-significant effects."""
+    """A model's entries in the report's summary: protocol, human-likeness score (over the testable
+    biases; NaN: none), the biases run and the untestable ones (t-test undefined), the score per bias
+    ("n/a": untestable), perturbations whose Δp is significant after Holm over the report's family
+    (and at raw p) and those untestable, and the largest Holm-significant effects."""
     rb, hl = tables["response_bias"], tables["human_likeness"]
     mine = rb[rb["model"] == model.name]
     score = hl[hl["model"] == model.name]
     perturbations = mine[(mine["setting"] != "bias") & mine["p"].notna()]
-    per_bias = (
-        ", ".join(
-            f"{b.replace('_', ' ')} {_signed(score[b].iloc[0])}"
-            for b in BIASES
-            if b in score and pd.notna(score[b].iloc[0])
-        )
-        if len(score)
-        else ""
+    left_out = _untestable_biases(rb, model.name)
+    per_bias = ", ".join(
+        f"{b.replace('_', ' ')} {'n/a' if b in left_out else _signed(score[b].iloc[0])}"
+        for b in BIASES
+        if len(score) and (b in left_out or pd.notna(score[b].iloc[0]))
     )
     return {
         "protocol": protocol_of(model),
-        "human_likeness": score["score"].iloc[0] if len(score) else np.nan,
+        "human_likeness": float(score["score"].iloc[0]) if len(score) and pd.notna(score["score"].iloc[0]) else np.nan,
         "n_biases": score["n_biases"].iloc[0] if len(score) else 0,
+        "n_untestable": len(left_out),
         "human_likeness_per_bias": per_bias,
         "perturbations": len(perturbations),
+        "perturbations_untestable": int(((mine["setting"] != "bias") & mine["p"].isna()).sum()),
         "perturbations_significant_holm": int((perturbations["p_holm"] < SIGNIFICANCE).sum()),
         "perturbations_significant_raw": int((perturbations["p"] < SIGNIFICANCE).sum()),
         "largest_effects": "; ".join(largest_effects(mine)),
     }
 
 
-def _paper_scores(tables: Mapping[str, pd.DataFrame], model: str | None = None) -> pd.Series:
-    """The paper's models' human-likeness scores: on `model`'s biases and pairs (`human_likeness_matched`),
-    or with no model over all their pairs (as published)."""
+def _paper_scores(
+    tables: Mapping[str, pd.DataFrame], model: str | None = None, left_out: Sequence[str] = ()
+) -> pd.Series:
+    """The paper's models' human-likeness scores: on `model`'s biases and pairs (`human_likeness_matched`)
+    but its untestable ones (`left_out`), or with no model over all their pairs (as published); NaN
+    where none of those biases is testable for them."""
     if model is not None:
         hl = tables.get("human_likeness_matched")
         if hl is None or not len(hl):
             return pd.Series(dtype=float)
-        return hl.loc[hl["compared_with"] == model].set_index("model")["score"].astype(float)
+        hl = hl.loc[hl["compared_with"] == model].set_index("model")
+        biases = [b for b in BIASES if b in hl.columns and b not in left_out]
+        return hl[biases].astype(float).sum(axis=1, min_count=1)
     hl = tables["human_likeness"]
     if "protocol" not in hl.columns:
         return pd.Series(dtype=float)
@@ -237,9 +254,18 @@ def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -
     power = tables.get("power")
     if power is None or not len(power):
         return ""
-    weak = power[(power["model"] == model) & power["underpowered"].astype(bool)]
+    mine = power[power["model"] == model]
+    no_mde = mine[mine["mde"].astype(float).isna()]
+    undefined = (
+        f"No minimum detectable Δ for {_count(len(no_mde), 'test')} ("
+        + ", ".join(f"{r['bias'].replace('_', ' ')} {r['setting'].replace('_', ' ')}" for _, r in no_mde.iterrows())
+        + "): fewer than 2 pairs with a Δ or no spread of Δ, and no paper sd to use instead."
+        if len(no_mde)
+        else ""
+    )
+    weak = mine[mine["underpowered"].eq(True)]  # None (MDE undefined) is neither
     if not len(weak):
-        return ""
+        return undefined
     cells = []
     for _, r in weak.head(k).iterrows():
         what = "Δb" if r["setting"] == "bias" else f"{r['setting'].replace('_', ' ')} Δp"
@@ -254,7 +280,7 @@ def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -
             f"the paper's models' median |Δ| {r['paper_abs_delta']:.1f} over {int(r['paper_n_pairs'])} pairs)"
         )
     more = f" and {len(weak) - k} more (table `power`)" if len(weak) > k else ""
-    n_tests = int((power["model"] == model).sum())
+    n_tests = len(mine)
     return (
         f"Too few pairs to detect the paper's effect sizes in {len(weak)} of {_count(n_tests, 'test')}: "
         + "; ".join(cells)
@@ -262,6 +288,7 @@ def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -
         + f". Rule: minimum detectable Δ = (t_{{{1 - SIGNIFICANCE / 2:g},n−1}} + t_{{{POWER:g},n−1}}) · sd/√n, two-sided "
         f"t-test at α {SIGNIFICANCE:g} with power {POWER:g}, sd = this run's per-pair sd (the paper models' below "
         f"{MIN_PAIRS_FOR_SD} pairs); a Δ that is not significant here may still be there."
+        + (f" {undefined}" if undefined else "")
     )
 
 
@@ -271,32 +298,53 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame])
         return None
     parts = [f"Survey response biases ({row['protocol']}):"]
     score = row["human_likeness"]
+    n_biases, n_untestable = int(row["n_biases"] or 0), int(row.get("n_untestable") or 0)
+    untested = f"; {n_untestable} untestable: t-test undefined, not scored" if n_untestable else ""
     if pd.notna(score):
-        parts.append(
-            f"human-likeness score {_signed(score)} over {_count(row['n_biases'], 'bias')} ({row['human_likeness_per_bias']})"
-        )
-        paper = _paper_scores(tables, row["model"])
-        if len(paper):
-            below, above = int((paper < score).sum()), int((paper > score).sum())
+        over = _count(n_biases - n_untestable, "testable bias" if n_untestable else "bias")
+        parts.append(f"human-likeness score {_signed(score)} over {over} ({row['human_likeness_per_bias']}{untested})")
+        paper = _paper_scores(tables, row["model"], _untestable_biases(tables["response_bias"], row["model"]))
+        scored = paper.dropna()  # a paper model with no testable bias has no score to compare
+        if len(scored):
+            below, above = int((scored < score).sum()), int((scored > score).sum())
+            none = f", {len(paper) - len(scored)} without a score" if len(scored) < len(paper) else ""
             parts[-1] += (
-                f"; the paper's {_count(len(paper), 'model')} score {_signed(paper.min())} to {_signed(paper.max())} "
-                f"({below} below it, {above} above){_like_with_like(tables, row['model'])}."
+                f"; the paper's {_count(len(scored), 'model')} score {_signed(scored.min())} to "
+                f"{_signed(scored.max())} ({below} below it, {above} above{none}){_like_with_like(tables, row['model'])}."
             )
         else:
             parts[-1] += "."
+    elif n_biases:
+        parts.append(
+            f"no human-likeness score: no bias is testable ({row['human_likeness_per_bias']}: t-test undefined, "
+            "fewer than 2 pairs with a Δ or no spread)."
+        )
     else:
         parts.append("no bias setting run, so no human-likeness score.")
+    untestable_perturbations = int(row.get("perturbations_untestable") or 0)
     if row["perturbations"]:
         parts.append(
             f"{int(row['perturbations_significant_holm'])} of {_count(row['perturbations'], 'perturbation')} move "
             f"answers significantly after Holm ({int(row['perturbations_significant_raw'])} at raw p < {SIGNIFICANCE}); "
             "humans' answers do not move under them."
+            + (f" {untestable_perturbations} more untestable (t-test undefined)." if untestable_perturbations else "")
         )
+    elif untestable_perturbations:
+        parts.append(f"{_count(untestable_perturbations, 'perturbation')} run, all untestable (t-test undefined).")
     effects = row["largest_effects"]
     parts.append(f"Largest effects: {effects}." if effects else "No Δ is significant after Holm.")
     if power := power_sentence(tables, row["model"]):
         parts.append(power)
     return " ".join(parts)
+
+
+def _score_shown(score: float, n_biases: float, n_untestable: float) -> str:
+    """E.g. "+1 / 2", "+1 / 2 (1 untestable)" (score over the 2 testable biases), "n/a (1 untestable)"."""
+    n_biases, n_untestable = (0 if pd.isna(v) else int(v) for v in (n_biases, n_untestable))
+    if not n_biases:
+        return "–"
+    untested = f" ({n_untestable} untestable)" if n_untestable else ""
+    return f"n/a{untested}" if pd.isna(score) else f"{_signed(score)} / {n_biases - n_untestable}{untested}"
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
@@ -306,8 +354,8 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     return {
         "protocol": list(summary["protocol"].fillna("–")),
         "human-likeness": [
-            "–" if pd.isna(s) else f"{_signed(s)} / {int(n)}"
-            for s, n in zip(summary["human_likeness"], summary["n_biases"])
+            _score_shown(s, n, u)
+            for s, n, u in zip(summary["human_likeness"], summary["n_biases"], summary["n_untestable"])
         ],
         "perturbations significant (Holm)": [
             "–" if pd.isna(n) or not n else f"{int(k)} / {int(n)}"
@@ -368,6 +416,9 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     if len(paper):
         on = f"on {own[0]}'s pairs" if len(own) > 1 else "on the same pairs"
         title += f"; the paper's models {on if paper['matched'].astype(bool).all() else 'over all their pairs'}"
+    if (undefined := bias_rows[bias_rows["p"].isna()]).shape[0]:
+        cells = ", ".join(f"{m} {b.replace('_', ' ')}" for m, b in zip(undefined["model"], undefined["bias"]))
+        title += f"; no t-test (unmarked, neither significant nor not): {cells}"
     return Panel(
         title=title,
         values=values,
@@ -422,9 +473,11 @@ def _significant(frame: pd.DataFrame, column: str = "p") -> pd.Series:
     return frame[column].astype(float) < SIGNIFICANCE
 
 
+UNTESTABLE_MARK = "°"
 MARKS_LEGEND = (
     f"Marks: * = p < {SIGNIFICANCE} after Holm over the report's tests, as in the figures; the paper's models, "
-    f"reference values outside that family, are marked at raw p < {SIGNIFICANCE} (as in the paper)."
+    f"reference values outside that family, are marked at raw p < {SIGNIFICANCE} (as in the paper); "
+    f"{UNTESTABLE_MARK} = t-test undefined (fewer than 2 pairs with a Δ, or no spread): neither significant nor not."
 )
 PAIRS_NOTE = "n = the pairs of each row: your model's, and the paper's models' on the same question keys"
 
@@ -445,7 +498,8 @@ def comparison_table(rb: pd.DataFrame) -> pd.DataFrame:
             if m in by_model.index:
                 r = by_model.loc[m]
                 note = "†" if isinstance(r.get("note"), str) else ""
-                row[m] = f"{r['delta']:+.1f}" + ("*" if r["significant"] else "") + note
+                mark = UNTESTABLE_MARK if pd.isna(r["p"]) else "*" if r["significant"] else ""
+                row[m] = f"{r['delta']:+.1f}" + mark + note
             else:
                 row[m] = "–"
         rows.append(row)
@@ -456,6 +510,12 @@ BOLD_LEGEND = (
     f"**Bold** rows: raw p < {SIGNIFICANCE} (before the multiple-comparison correction; `p_holm` < {SIGNIFICANCE} is "
     "what the figures mark with *)."
 )
+
+
+def _with_undefined(legend: str, rows: pd.DataFrame) -> str:
+    """`legend`, then the rows whose t-test is undefined, with why (`summary.undefined_tests_note`)."""
+    note = undefined_tests_note(rows.to_dict("records"), label="model") if TEST_NOTE in rows.columns else None
+    return f"{legend} {note}" if note else legend
 
 
 def _mirrored_note(rows: pd.DataFrame) -> str:
@@ -496,7 +556,12 @@ def section(
         "answer probabilities from log-probabilities, `sampled` = shares of sampled answers."
     )
     s.blocks.append(
-        Table("Δ per model, bias and setting", _show(mine, RB_COLUMNS), _significant(mine), legend=BOLD_LEGEND)
+        Table(
+            "Δ per model, bias and setting",
+            _show(mine, RB_COLUMNS),
+            _significant(mine),
+            legend=_with_undefined(BOLD_LEGEND, mine),
+        )
     )
     if paper.any():
         s.blocks.append(
@@ -526,7 +591,10 @@ def section(
     hl = tables["human_likeness"]
     if len(hl):
         s.blocks.append(
-            "Human-likeness score (TACL Table 3): +1 per bias with a significant positive Δb, −1 significant negative, 0 otherwise (raw p < 0.05)."
+            "Human-likeness score (TACL Table 3): +1 per bias with a significant positive Δb, −1 significant negative, "
+            "0 not significant (raw p < 0.05), summed over the testable biases. A bias whose t-test is undefined "
+            "(fewer than 2 pairs with a Δ, or no spread) is untestable: not scored (–), named in `untestable` and "
+            "counted in `n_untestable`; `score` is n/a where no bias is testable."
         )
         own = hl["protocol"] != PAPER_PROTOCOL if "protocol" in hl.columns else hl["model"].notna()
         s.blocks.append(Table("Human-likeness score per model", hl[own]))
@@ -591,7 +659,8 @@ def section(
                 "Δp per model, bias, perturbation and draw",
                 draws.drop(columns=["line"]),
                 _significant(draws),
-                legend=f"**Bold** rows: raw p < {SIGNIFICANCE} of the draw (per-draw tests have no Holm p).",
+                legend=f"**Bold** rows: raw p < {SIGNIFICANCE} of the draw (per-draw tests have no Holm p); "
+                f"`{TEST_NOTE}`: why a draw's t-test is undefined (n/a; counted in `n_untestable`).",
             )
         )
     if (topics := tables.get("topics")) is not None and len(topics):
@@ -602,7 +671,14 @@ def section(
             f"`{NOT_CODED}` rows: {int(missing['n_pairs'].sum())} pair(s) in all."
         )
         tested = topics[topics["topic"] != NOT_CODED]
-        s.blocks.append(Table("Δb per model, bias and topic", topics, _significant(topics), legend=BOLD_LEGEND))
+        s.blocks.append(
+            Table(
+                "Δb per model, bias and topic",
+                topics,
+                _significant(topics),
+                legend=BOLD_LEGEND + f" `{TEST_NOTE}`: why a row's t-test is undefined (t and p n/a).",
+            )
+        )
         if tested["delta"].notna().any():
             s.blocks.append(
                 Figure(
@@ -647,17 +723,27 @@ def inputs_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
 
 
 def leaderboard_entries(model: str, tables: Mapping[str, pd.DataFrame]) -> dict[str, dict[str, Any]]:
-    """`biasmonkey_human_likeness`: the TACL Table 3 score (not an lm-eval task: no `configs` entry)."""
+    """`biasmonkey_human_likeness`: the TACL Table 3 score over the testable biases ("N/A": none) and
+    the count of untestable ones (`untestable`), with `n-samples` effective = the testable biases
+    (not an lm-eval task: no `configs` entry)."""
     hl = tables["human_likeness"]
     rows = hl[hl["model"] == model].to_dict("records")
     if not rows:
         return {}
-    n = int(rows[0].get("n_biases", 0) or 0)
-    entry = {"name": HUMAN_LIKENESS, "alias": HUMAN_LIKENESS, "sample_len": n, "score,none": rows[0]["score"]}
+    n, left_out = (int(rows[0].get(k, 0) or 0) for k in ("n_biases", "n_untestable"))
+    entry = {
+        "name": HUMAN_LIKENESS,
+        "alias": HUMAN_LIKENESS,
+        "sample_len": n,
+        "score,none": math.nan if pd.isna(score := rows[0]["score"]) else int(score),  # "N/A": none testable
+        "score_stderr,none": "N/A",
+        "untestable,none": left_out,  # biases run whose t-test is undefined: not scored
+        "untestable_stderr,none": "N/A",
+    }
     return {
         HUMAN_LIKENESS: {
-            "results": entry | {"score_stderr,none": "N/A"},
-            "higher_is_better": {"score": True},
-            "n_samples": {"original": len(BIASES), "effective": n},
+            "results": entry,
+            "higher_is_better": {"score": True, "untestable": False},
+            "n_samples": {"original": len(BIASES), "effective": n - left_out},
         }
     }

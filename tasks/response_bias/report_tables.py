@@ -21,8 +21,10 @@ from biasmonkey.metrics import (
     summarize_deltas,
 )
 from biasmonkey.metrics.power import minimum_detectable_effect
+from biasmonkey.metrics.statistics import human_likeness_score, untestable
 from biasmonkey.tasks.response_bias.summary import (
     DELTA_COLUMNS,
+    TEST_NOTE,
     bias_summaries,
     delta_columns,
     rows_in_suite_order,
@@ -158,31 +160,40 @@ def matched_human_likeness(matched: pd.DataFrame) -> pd.DataFrame:
     ]
     parts = [p for p in parts if len(p)]
     if not parts:
-        return _frame([], ["compared_with", "model", "protocol", *BIASES, "score", "n_biases"])
+        return _frame([], ["compared_with", "model", "protocol", *HUMAN_LIKENESS_COLUMNS])
     out = pd.concat(parts, ignore_index=True)
     return out[["compared_with", *(c for c in out.columns if c != "compared_with")]]
 
 
+HUMAN_LIKENESS_COLUMNS = [*BIASES, "score", "n_biases", "n_untestable", "untestable"]
+
+
 def human_likeness_table(response_bias: pd.DataFrame) -> pd.DataFrame:
-    """TACL Table 3: per model +1 / −1 per bias with a significant positive / negative Δb (raw p < 0.05), else 0."""
+    """TACL Table 3: per model +1 / −1 per bias with a significant positive / negative Δb (raw p < 0.05),
+    0 not significant; NA where the bias was not run or its test is undefined (untestable: named in
+    `untestable`, counted in `n_untestable`). `score`: the sum over the testable biases (NaN: none);
+    `n_biases`: the biases run, testable or not."""
     rows = []
     for model, group in response_bias.groupby("model", sort=False):
         scores = human_likeness(bias_summaries(group.to_dict("records")))
         if scores:
             protocol = {"protocol": group["protocol"].iloc[0]} if "protocol" in group.columns else {}
+            left_out = untestable(scores)
             rows.append(
                 {
                     "model": model,
                     **protocol,
-                    **{b: scores.get(b, np.nan) for b in BIASES},
-                    "score": sum(scores.values()),
+                    **{b: np.nan if scores.get(b) is None else scores[b] for b in BIASES},
+                    "score": human_likeness_score(scores),
                     "n_biases": len(scores),
+                    "n_untestable": len(left_out),
+                    "untestable": ", ".join(left_out) or None,
                 }
             )
     protocol = ["protocol"] if "protocol" in response_bias.columns else []
-    return _frame(rows, ["model", *protocol, *BIASES, "score", "n_biases"]).astype(
-        {b: "Int64" for b in BIASES}
-    )  # NA: bias not run
+    return _frame(rows, ["model", *protocol, *HUMAN_LIKENESS_COLUMNS]).astype(
+        {b: "Int64" for b in (*BIASES, "score")}
+    )  # NA: bias not run, or untestable (score: no testable bias)
 
 
 def grid(response_bias: pd.DataFrame, model: str, column: str = "delta") -> pd.DataFrame:
@@ -216,6 +227,7 @@ def topic_table(models: Sequence[Any], topics: Mapping[str, tuple[str, ...]]) ->
                             "delta_stderr": s.stderr,
                             "t": s.t,
                             "p": s.p,
+                            TEST_NOTE: s.undefined_reason,
                         }
                     )
             if n_missing := sum(r.key not in topics for r in scored):
@@ -277,9 +289,11 @@ def draws_table(models: Sequence[Any]) -> pd.DataFrame:
                             "delta": d.mean,
                             "delta_stderr": d.stderr,
                             "p": d.p,
+                            TEST_NOTE: d.undefined_reason,
                             "delta_range": v.delta_range,
                             "delta_sd": v.delta_sd,
                             "n_significant": v.n_significant,
+                            "n_untestable": v.n_untestable,
                             "line": v.report_line(),
                         }
                     )
@@ -294,9 +308,11 @@ def draws_table(models: Sequence[Any]) -> pd.DataFrame:
             "delta",
             "delta_stderr",
             "p",
+            TEST_NOTE,
             "delta_range",
             "delta_sd",
             "n_significant",
+            "n_untestable",
             "line",
         ],
     )
@@ -328,7 +344,8 @@ def power_table(mine: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
     fewer than MIN_PAIRS_FOR_SD pairs or no spread, the median sd of the paper's models: "paper"),
     beside the paper's effect size in the cell (`paper_abs_delta`: the median over the paper's
     models of |Δ| over all their pairs) and their pairs (`paper_n_pairs`). `underpowered`: the MDE
-    exceeds that effect while the run has fewer pairs than the paper's models."""
+    exceeds that effect while the run has fewer pairs than the paper's models (False where the paper
+    has no cell); None where the MDE is undefined (NaN: no spread and no paper sd to use instead)."""
     reference = paper.assign(sd=_sd(paper), abs_delta=paper["delta"].astype(float).abs())
     by_cell = reference.groupby(["bias", "setting"]).agg(
         paper_sd=("sd", "median"), paper_abs_delta=("abs_delta", "median"), paper_n_pairs=("n_pairs", "max")
@@ -353,7 +370,7 @@ def power_table(mine: pd.DataFrame, paper: pd.DataFrame) -> pd.DataFrame:
                 "mde": mde,
                 "paper_abs_delta": effect,
                 "paper_n_pairs": paper_n,
-                "underpowered": bool(mde > effect and n < paper_n),  # False where the paper has no cell
+                "underpowered": None if np.isnan(mde) else bool(mde > effect and n < paper_n),
             }
         )
     return _frame(rows, POWER_COLUMNS)

@@ -15,18 +15,35 @@ from biasmonkey.metrics import (
     human_likeness,
     summarize_deltas,
 )
+from biasmonkey.metrics.statistics import human_likeness_score, untestable
 from biasmonkey.tasks.contract import SummaryTable
 from biasmonkey.tasks.response_bias.scoring import PairRecord
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE, correlated_side, uncertainty_correlation
 
 # A Δ row's t-test columns, in table order (`delta_columns`).
 DELTA_COLUMNS = ("n_pairs", "delta", "delta_stderr", "ci_low", "ci_high", "t", "p", "significant")
+TEST_NOTE = "test_note"  # why a row's t-test is undefined (None where it is defined)
 
 
 def delta_columns(s: DeltaSummary) -> dict[str, Any]:
-    """The t-test of a set of Δ as table columns (DELTA_COLUMNS)."""
-    values = (s.n, s.mean, s.stderr, s.ci_low, s.ci_high, s.t, s.p, s.significant)
-    return dict(zip(DELTA_COLUMNS, values))
+    """The t-test of a set of Δ as table columns (DELTA_COLUMNS), then TEST_NOTE. `significant` is
+    NaN (shown n/a), not False, where the test is undefined."""
+    significant = math.nan if s.significant is None else s.significant
+    values = (s.n, s.mean, s.stderr, s.ci_low, s.ci_high, s.t, s.p, significant)
+    return {**dict(zip(DELTA_COLUMNS, values)), TEST_NOTE: s.undefined_reason}
+
+
+def undefined_tests_note(rows: Iterable[Mapping[str, Any]], label: str = "") -> str | None:
+    """One line naming the rows whose t-test is undefined, with why (None: every test is defined).
+    `label`: a column whose value leads each row's name (e.g. "model")."""
+    named = [
+        f"{f'{r[label]} ' if label else ''}{r['bias']}/{r['setting']} ({r[TEST_NOTE]})"
+        for r in rows
+        if isinstance(r.get(TEST_NOTE), str)
+    ]
+    if not named:
+        return None
+    return f"n/a: t-test undefined (t, p, CI and significance left out) for {len(named)} row(s): {'; '.join(named)}."
 
 
 def _mean(values: list[float]) -> float:
@@ -120,13 +137,25 @@ UNCERTAINTY_NOTE = {
 
 
 def human_likeness_line(rows: Iterable[Mapping[str, Any]]) -> str | None:
-    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 otherwise."""
+    """The TACL Table 3 score from the bias rows: +1 / −1 per significant bias Δ, 0 not significant;
+    a bias whose test is undefined is not scored but named as untestable, with why."""
     summaries = bias_summaries(rows)
     if not summaries:
         return None
     scores = human_likeness(summaries)
-    parts = ", ".join(f"{bias} {score:+d}" if score else f"{bias} 0" for bias, score in scores.items())
-    return f"Human-likeness score: {sum(scores.values()):+d} of {len(scores)} ({parts})."
+    left_out = untestable(scores)
+    if not left_out:
+        parts = ", ".join(f"{bias} {score:+d}" if score else f"{bias} 0" for bias, score in scores.items())
+        return f"Human-likeness score: {int(human_likeness_score(scores)):+d} of {len(scores)} ({parts})."
+    why = "; ".join(f"{bias} ({summaries[bias].undefined_reason})" for bias in left_out)
+    untested = f"{len(left_out)} untestable, not scored: {why}"
+    tested = {bias: score for bias, score in scores.items() if score is not None}
+    if not tested:
+        return f"Human-likeness score: n/a (no testable bias; {untested})."
+    parts = ", ".join(f"{bias} {score:+d}" if score else f"{bias} 0" for bias, score in tested.items())
+    return (
+        f"Human-likeness score: {int(human_likeness_score(scores)):+d} of {len(tested)} testable ({parts}); {untested}."
+    )
 
 
 def summary_table(
@@ -136,15 +165,17 @@ def summary_table(
     human-likeness score, and how to read the columns."""
     rows = rows_in_suite_order(records_per_task, uncertainty_side)
     score = human_likeness_line(rows)
+    undefined = undefined_tests_note(rows)
     rows = [{METRIC_NAMES.get(k, k): v for k, v in row.items()} for row in rows]
     columns = [METRIC_NAMES.get(c, c) for c in COLUMNS] + [c for c in SAMPLING_COLUMNS if any(c in r for r in rows)]
     note = (
         "Δ in percentage points: mean over pairs with its stderr and 95% CI (delta_ci_low, delta_ci_high); "
         "delta_t and delta_p from a two-sided "
-        f"one-sample t-test against 0; significant = p < {SIGNIFICANCE}. On bias rows Δ > 0 is the "
+        f"one-sample t-test against 0; significant = p < {SIGNIFICANCE} (n/a where the test is undefined: fewer than "
+        "2 pairs with a Δ, or no spread; summary.csv's test_note says which). On bias rows Δ > 0 is the "
         "human-like direction; humans show no change on the perturbation (typo) rows. Uncertainty: "
         "mean normalised entropy of the answers to q and q'; r_absdelta_uncertainty: Pearson correlation of |Δ| "
         f"with the uncertainty of the side in uncertainty_side ({UNCERTAINTY_NOTE[uncertainty_side]}; "
         "summary.csv also has r_absdelta_uncertainty_q, with q's uncertainty, on every row)."
     )
-    return SummaryTable(rows, columns, [*([score] if score else []), note])
+    return SummaryTable(rows, columns, [line for line in (score, undefined, note) if line])

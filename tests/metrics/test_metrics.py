@@ -18,6 +18,7 @@ from biasmonkey.metrics import (
     pearson,
     summarize_deltas,
 )
+from biasmonkey.metrics.statistics import ZERO_SPREAD_RTOL, human_likeness_score, untestable
 from biasmonkey.tasks.response_bias.prompts import parse_answer
 from biasmonkey.tasks.response_bias.scoring import option_logprobs, score_exact, score_samples
 
@@ -218,24 +219,60 @@ def test_summarize_deltas_empty_and_single() -> None:
     empty = summarize_deltas([])
     assert (empty.n, empty.df) == (0, 0)
     assert all(_is_nan(v) for v in (empty.mean, empty.stderr, empty.t, empty.p, empty.ci_low, empty.ci_high))
-    assert not empty.significant
+    assert empty.significant is None and empty.undefined_reason == "no pair with a Δ"  # n/a, not "not significant"
 
     one = summarize_deltas([5.0])
     assert (one.n, one.mean, one.df) == (1, 5.0, 0)
     assert all(_is_nan(v) for v in (one.stderr, one.t, one.p, one.ci_low, one.ci_high))
-    assert not one.significant
+    assert one.significant is None and one.undefined_reason == "1 pair: no t-test"
 
 
 @pytest.mark.parametrize("values", [[2.0, 2.0, 2.0, 2.0], [0.1, 0.1, 0.1], [-100 / 3] * 7])
-def test_summarize_deltas_identical_values_are_not_significant(values) -> None:
-    # No spread: the t statistic is undefined (0/0), not infinite. [0.1, 0.1, 0.1] is the
-    # tricky one: its float mean is 0.10000000000000002, which fakes a spread of 1e-17.
+def test_summarize_deltas_identical_values_are_untestable(values) -> None:
+    # No spread: the t statistic is undefined (0/0), not infinite, and so are p, the CI (not a
+    # zero-width interval at the mean) and the significance (None, not False). [0.1, 0.1, 0.1] is
+    # the tricky one: its float mean is 0.10000000000000002, which fakes a spread of 1e-17.
     s = summarize_deltas(values)
     assert s.mean == values[0]
     assert s.stderr == 0.0
     assert _is_nan(s.t) and _is_nan(s.p)
-    assert not s.significant
-    assert s.ci_low == s.ci_high == values[0]
+    assert _is_nan(s.ci_low) and _is_nan(s.ci_high)
+    assert s.significant is None
+    assert s.undefined_reason == f"no spread: all {len(values)} Δ equal to 12 digits"
+
+
+def test_summarize_deltas_spread_in_the_last_bits_is_no_spread() -> None:
+    # Seven copies of x and one a single ulp above (ulp(23.1) = 2^-48 ≈ 3.6e-15): SD ≈ 1.3e-15, which
+    # gave t ≈ 1.8e16 and p ≈ 3.7e-112. 1.3e-15 ≤ 1e-12 · 23.1: no spread, the test is undefined.
+    x = 23.10585786300049
+    s = summarize_deltas([x] * 7 + [math.nextafter(x, math.inf)])
+    assert s.stderr == 0.0 and _is_nan(s.t) and _is_nan(s.p) and _is_nan(s.ci_low) and s.significant is None
+    assert s.mean == pytest.approx(x, rel=1e-15)
+
+
+@pytest.mark.parametrize(
+    ("base", "step", "defined"),
+    [
+        # [b, b, b, b + d]: mean b + d/4, deviations −d/4 (×3) and 3d/4 → Σ² = 3d²/16 + 9d²/16 = 3d²/4;
+        # variance (3d²/4)/3 = d²/4 → SD = d/2. Tolerance: 1e-12 · max(1, |mean|).
+        (1.0, 4e-12, True),  # SD 2e-12 > 1e-12 · 1
+        (1.0, 1e-12, False),  # SD 5e-13 ≤ 1e-12
+        (0.0, 4e-12, True),  # mean 1e-12: the floor 1 → tolerance 1e-12 < SD 2e-12
+        (0.0, 1e-12, False),  # SD 5e-13 ≤ 1e-12 (without the floor, 1e-12 · 2.5e-13 would call it a spread)
+        (1e6, 4e-6, True),  # SD 2e-6 > 1e-12 · 1e6 = 1e-6
+        (1e6, 1e-6, False),  # SD 5e-7 ≤ 1e-6
+    ],
+)
+def test_summarize_deltas_zero_spread_tolerance(base: float, step: float, defined: bool) -> None:
+    assert ZERO_SPREAD_RTOL == 1e-12  # the cases above are computed for it
+    s = summarize_deltas([base] * 3 + [base + step])
+    assert (s.significant is not None) == defined
+    assert _is_nan(s.p) != defined and _is_nan(s.ci_low) != defined
+    if defined:  # stderr = SD/√4 = d/4; t = (b + d/4)/(d/4): 1e12 for b = 1 and 1e6, 1 for b = 0
+        assert s.stderr == pytest.approx(step / 4, rel=1e-3)
+        assert s.t == pytest.approx((base + step / 4) / (step / 4), rel=1e-3)
+    else:
+        assert s.stderr == 0.0 and _is_nan(s.t)
 
 
 @pytest.mark.parametrize("bad", [[1.0, float("nan")], [1.0, float("inf")], [-float("inf")]])
@@ -248,6 +285,8 @@ def test_delta_summary_as_dict() -> None:
     d = summarize_deltas([1, 2, 3, 6]).as_dict()
     assert d["n"] == 4 and d["mean"] == 3.0 and d["significant"] is False
     assert set(d) == {"n", "mean", "stderr", "t", "p", "df", "ci_low", "ci_high", "significant"}
+    assert summarize_deltas([2.0, 2.0]).as_dict()["significant"] is None
+    assert summarize_deltas([1, 2, 3, 6]).undefined_reason is None
 
 
 # ------------------------------------------------------------------------------ uncertainty etc.
@@ -321,10 +360,21 @@ def test_human_likeness() -> None:
             "response_order": _summary(-3.0, 0.001),  # significant, negative → −1
             "allow_forbid": _summary(10.0, 0.2),  # not significant → 0
             "odd_even": _summary(2.0, 0.05),  # p = 0.05 is not < 0.05 → 0
-            "opinion_float": _summary(1.0, float("nan")),  # undefined test → 0
+            "opinion_float": _summary(1.0, float("nan")),  # undefined test → None (untestable), not 0
         }
     )
-    assert scores == {"acquiescence": 1, "response_order": -1, "allow_forbid": 0, "odd_even": 0, "opinion_float": 0}
+    assert scores == {
+        "acquiescence": 1,
+        "response_order": -1,
+        "allow_forbid": 0,
+        "odd_even": 0,
+        "opinion_float": None,
+    }
+    # over the 4 testable biases: 1 − 1 + 0 + 0 = 0; opinion_float untestable
+    assert human_likeness_score(scores) == 0.0 and untestable(scores) == ["opinion_float"]
+    # no testable bias: no score (NaN), not 0
+    only = human_likeness({"acquiescence": summarize_deltas([23.1] * 8)})
+    assert only == {"acquiescence": None} and _is_nan(human_likeness_score(only))
     # end to end through summarize_deltas: [2..6] is significant with mean 4 → +1; negated → −1
     assert human_likeness({"b": summarize_deltas([2, 3, 4, 5, 6])}) == {"b": 1}
     assert human_likeness({"b": summarize_deltas([-2, -3, -4, -5, -6])}) == {"b": -1}

@@ -28,7 +28,9 @@ def test_mde_by_hand() -> None:
 def test_mde_edges() -> None:
     assert minimum_detectable_effect(1, 3.0) == math.inf  # one pair: no t-test at all
     assert minimum_detectable_effect(0, 3.0) == math.inf
-    assert minimum_detectable_effect(10, 0.0) == 0.0  # no spread: any shift is detected
+    # no spread: the t-test is undefined (summarize_deltas gives p NaN), so there is no MDE, not 0
+    assert math.isnan(minimum_detectable_effect(10, 0.0))
+    assert math.isnan(minimum_detectable_effect(1, 0.0))
     assert math.isnan(minimum_detectable_effect(10, math.nan))
     assert math.isnan(minimum_detectable_effect(10, -1.0))
     with pytest.raises(ValueError, match="must lie in"):
@@ -46,4 +48,6 @@ def test_pairs_needed_by_hand() -> None:
     assert pairs_needed(3.3250, 2.0) == 5
     assert pairs_needed(3.3249, 2.0) == 6
     assert pairs_needed(0.0, 2.0) is None
+    assert pairs_needed(1.0, 0.0) is None  # no spread: no t-test at any n (was 2)
+    assert pairs_needed(1.0, math.nan) is None
     assert pairs_needed(1e-9, 1e9, max_n=1000) is None  # not within max_n

@@ -128,10 +128,43 @@ def test_draw_variation_gives_each_draw_and_the_spread() -> None:
     # pooled per question: a (1 − 1 + 4)/3 = 4/3, b (2 + 0 + 5)/3 = 7/3, c (6 + 6)/2 = 6 → mean 29/9
     assert v.pooled.n == 3 and v.pooled.mean == pytest.approx(29 / 9)
     line = v.report_line()
-    assert line.startswith("acquiescence/key_typo: Δ per draw s1 3.00 (p 0.188), s2 -0.50 (p 0.5), s3 5.00 (p 0.0131)")
-    assert "range 5.50, SD 2.78; significant in 1/3 draws (1+, 0−); pooled 3.22 (p " in line
+    assert line.startswith(
+        "acquiescence/key_typo: Δ per draw s1 3.00 (p 0.188, n 3), s2 -0.50 (p 0.5, n 2), s3 5.00 (p 0.0131, n 3)"
+    )
+    assert "range 5.50, SD 2.78; significant in 1 of 3 testable draws (1+, 0−); pooled 3.22 (p " in line
+    assert v.n_untestable == 0 and "untestable" not in line
     with pytest.raises(ValueError, match="pair a appears twice in draw 1"):
         draw_variation([rec("a", 1, 1.0), rec("a", 1, 2.0)])
+
+
+def test_draw_variation_counts_untestable_draws_apart() -> None:
+    def rec(key: str, seed: int, delta: float | None) -> PairRecord:
+        return PairRecord(key, "acquiescence", "key_typo", None, None, delta, None, None, perturbation_seed=seed)
+
+    # draw 1: Δ 1, 2, 3 (testable); draw 2: no Δ at all; draw 3: one Δ (4) → no t-test
+    records = [rec(k, 1, d) for k, d in zip("abc", (1.0, 2.0, 3.0))]
+    records += [rec(k, 2, None) for k in "abc"] + [rec("a", 3, 4.0), rec("b", 3, None), rec("c", 3, None)]
+    (v,) = draw_variation(records)
+    # draw 1: mean 2, SD 1, stderr 1/√3, t = 2√3 = 3.4641 on 2 df: p = 1 − t/√(t² + 2) = 1 − 3.4641/3.7417 = 0.0742
+    assert v.draws[1].p == pytest.approx(1 - 2 * math.sqrt(3) / math.sqrt(14)) and not v.draws[1].significant
+    assert v.draws[2].significant is None and v.draws[3].significant is None
+    assert (v.n_significant, v.n_untestable) == (0, 2)
+    # the spread of the draws with a Δ (means 2 and 4): range 2, SD √((1² + 1²)/1) = √2, not NaN
+    assert v.delta_range == pytest.approx(2.0) and v.delta_sd == pytest.approx(math.sqrt(2))
+    assert v.report_line() == (
+        "acquiescence/key_typo: Δ per draw s1 2.00 (p 0.0742, n 3), s2 n/a (p n/a, n 0), s3 4.00 (p n/a, n 1); "
+        "range 2.00, SD 1.41 over the 2 draws with a Δ; significant in 0 of 1 testable draws (0+, 0−); "
+        "2 untestable (s2 no pair with a Δ, s3 1 pair: no t-test); "
+        # pooled per question: a (1 + 4)/2 = 2.5, b 2, c 3 → mean 2.5, SD 0.5, stderr 0.5/√3, t 5√3 = 8.660 → p 0.0131
+        "pooled 2.50 (p 0.0131, 3 questions)"
+    )
+    # every draw without spread: none testable, none counted as "not significant"
+    same = [rec(k, seed, 5.0) for seed in (1, 2) for k in "abcd"]
+    (w,) = draw_variation(same)
+    assert (w.n_significant, w.n_untestable) == (0, 2)
+    assert "significant in 0 of 0 testable draws; 2 untestable (s1 no spread: all 4 Δ equal to 12 digits, " in (
+        w.report_line()
+    )
 
 
 # ---------------------------------------------------------------------------- harness runs

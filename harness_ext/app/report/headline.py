@@ -23,9 +23,14 @@ class Panel:
     values: pd.DataFrame  # rows = models, columns = the family's headline cells (NaN: not run)
     vmax: float  # |value| at the darkest colour
     unit: str  # the colour bar's label
-    significant: pd.DataFrame | None = None  # same shape: True where marked (None: the family has no test)
+    # same shape: True where marked (None: the family has no test); NaN or None (an undefined test) is unmarked
+    significant: pd.DataFrame | None = None
     fmt: str = "{:+.1f}"
     references: int = 0  # the last rows that are published models, not the user's
+
+    def __post_init__(self) -> None:
+        if self.significant is not None:  # only True marks: bool(NaN) is True, an undefined test is not
+            self.significant = self.significant.eq(True)
 
 
 CELL, ROW, LABELS, TITLE, BAR = 0.62, 0.3, 2.6, 0.35, 0.12  # inches: cell width and height, margins

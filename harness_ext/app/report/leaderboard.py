@@ -14,8 +14,9 @@ json loader its Hub card uses) take it as one of lm-eval's own:
   report's test (`delta_p_holm`, `delta_p_bh`, `score_p_holm`, `score_p_bh`) and the value
   published on the Hub (`abs_delta`, `abs_bias`, `abs_score`; see `hub`). A family's
   report module may add entries of its own (`leaderboard_entries`): with response-bias results,
-  `results["biasmonkey_human_likeness"]` holds the TACL Table 3 score (not an lm-eval task: it has
-  no `configs` entry).
+  `results["biasmonkey_human_likeness"]` holds the TACL Table 3 score over the testable biases
+  ("N/A" where none is) and `untestable`, the biases whose t-test is undefined (not an lm-eval
+  task: it has no `configs` entry).
 - `configs`, `versions`, `n-shot`, `n-samples[task]["original"]`, `group_subtasks` (restricted to
   the exported tasks), `config`, `git_hash`, `pretty_env_info`, the version, tokenizer and chat
   keys and `task_hashes` are what the source lm-eval run recorded (its `results_<stamp>.json`,
