@@ -11,6 +11,10 @@ so that no reader mixes two models or two settings of one model. The settings of
 
 - the task's run options as its family reads them (`--metadata` in lm-eval, `-T` in Inspect) that
   differ from their defaults, except `data_path` (where the checked data files lie);
+- lm-eval: an input that differs between outputs of one folder, model and settings: the weights
+  (another model folder of the same name, or weights rewritten in place) or an input file's content
+  (the cognitive `--data-path`), as `biasmonkey run` records them beside the results
+  (`harness_ext/run_inputs.py`; `weights=<digest>`, `data_path=sha256:<digest>`);
 - the model arguments except the model itself and those about where and how fast it runs
   (`NEUTRAL_MODEL_ARGS`);
 - lm-eval: `--limit`, `--gen_kwargs`, `--num_fewshot`, `--apply_chat_template`,
@@ -45,10 +49,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from biasmonkey.harness_ext.run_inputs import DEFAULT as DEFAULT_INPUT
+from biasmonkey.harness_ext.run_inputs import UNKNOWN as UNKNOWN_INPUT
+from biasmonkey.harness_ext.run_inputs import distinguish, recorded_inputs
 from biasmonkey.harness_ext.truncation import TaskCuts, truncation_of
 from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name
 from biasmonkey.tasks.families import family_of
@@ -382,7 +389,7 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
     """Every biasmonkey samples file under an lm-eval output path, with the model and settings of
     the results file written with it (same stamp)."""
     results: dict[Path, dict[str, Any]] = {}
-    found = []
+    found: list[tuple[TaskOutput, dict[str, str]]] = []  # (output, its inputs: run_inputs.py)
     for path in sorted(root.rglob(f"samples_{LM_EVAL_PREFIX}*.jsonl")):
         m = SAMPLES_FILE.match(path.name)
         family = _reported(m.group(1)) if m else None
@@ -402,11 +409,42 @@ def lm_eval_outputs(root: Path) -> list[TaskOutput]:
                 else UNKNOWN_SETTINGS
             )
             given = _given_options(family, _task_metadata(results[results_path], task), "lm_eval")
+            recorded = recorded_inputs(results_path)
         else:  # no results file of this run: the folder's model, settings unknown
-            model, config, settings, given = _folder_model(path.parent), {}, UNKNOWN_SETTINGS, {}
+            model, config, settings, given, recorded = _folder_model(path.parent), {}, UNKNOWN_SETTINGS, {}, {}
         name = base_task_name(task) or ""
-        found.append(TaskOutput(name, family, "lm-eval", path, stamp, model, config, settings, given))
-    return found
+        output = TaskOutput(name, family, "lm-eval", path, stamp, model, config, settings, given)
+        found.append((output, _inputs(family, recorded, given)))
+    return _distinguished(found)
+
+
+def _inputs(family: Family, recorded: Mapping[str, str], given: Mapping[str, Any]) -> dict[str, str]:
+    """An output's inputs (run_inputs.py): as `biasmonkey run` recorded them, else the weights unknown
+    and an input file's path as the run gave it."""
+    options = family.options_type
+    inputs = {"weights": recorded.get("weights", UNKNOWN_INPUT)}
+    for name in (f.name for f in options.option_fields("lm_eval") if f.name in options.input_files):
+        inputs[name] = recorded.get(name) or (_text(given[name]) if given.get(name) else DEFAULT_INPUT)
+    return inputs
+
+
+def _same_label(out: TaskOutput) -> tuple[Path, str, Settings]:
+    return out.path.parent, short_name(out.model), out.settings
+
+
+def _distinguished(found: list[tuple[TaskOutput, dict[str, str]]]) -> list[TaskOutput]:
+    """The outputs, each input that differs among outputs of one folder, model name and settings made
+    a setting of its own (weights=…, data_path=sha256:…), so that they are never read as one run, nor
+    shown under one label (two folders `tiny` of other weights)."""
+    groups: dict[tuple[Path, str, Settings], list[dict[str, str]]] = {}
+    for out, inputs in found:
+        groups.setdefault(_same_label(out), []).append(inputs)
+    differing = distinguish(groups)
+    outputs = []
+    for out, inputs in found:
+        extra = [(k, inputs[k]) for k in differing[_same_label(out)] if k in inputs]
+        outputs.append(replace(out, settings=tuple(sorted(out.settings + tuple(extra)))) if extra else out)
+    return outputs
 
 
 def _task_metadata(results: Mapping[str, Any], task: str) -> Mapping[str, Any]:

@@ -291,6 +291,9 @@ def run_command(argv: list[str] | None) -> int:
         return 2
 
 
+SIGINT_EXIT = 130  # 128 + SIGINT, as shells report it
+
+
 def quiet_stdout() -> None:
     """Point stdout at the null device, so that nothing more (not even the flush at exit) meets the
     closed pipe."""
@@ -314,6 +317,9 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         quiet_stdout()
         return EPIPE_EXIT
+    except KeyboardInterrupt:  # Ctrl-C outside a running lm-eval (which `run` stops and reports itself)
+        print("biasmonkey: stopped by SIGINT", file=sys.stderr)
+        return SIGINT_EXIT
 
 
 if __name__ == "__main__":

@@ -9,8 +9,14 @@ one clear message, before a model is loaded.
 Resuming: every exact/generate-mode run keeps lm-eval's request cache (`--use_cache`) in
 `<output>/cache/<backend>-<model hash>`; lm-eval's cache key is the request alone, so the path
 carries the model's identity (model, dtype, backend). `--resume` continues an interrupted run from
-it; without `--resume` a stale cache of the same model is removed first. Sampled answers
-(`mode=sample`) are never read back by lm-eval, so a sample-mode run keeps no cache and cannot resume.
+it. Without `--resume` the cache of an earlier finished run of the same model is removed first; that
+of a run that did not finish (no `COMPLETE_SUFFIX` file beside it) is refused, naming its finished
+requests, unless `--fresh` discards it. Sampled answers (`mode=sample`) are never read back by
+lm-eval, so a sample-mode run keeps no cache and cannot resume.
+
+Beside each results file the run records digests of what its numbers depend on that lm-eval does not
+record: the model's weights and the input files of the options that name one
+(harness_ext/run_inputs.py), so that two runs of a model named alike are never read as one.
 
 With `--backend server`, the run reads the server's prefix-cache counters (vLLM's Prometheus
 `/metrics`) before its first lm-eval step and after its last, and summary.md closes with the hit
@@ -68,6 +74,7 @@ from biasmonkey.harness_ext.app.run_checks import (
 )
 from biasmonkey.harness_ext.app.run_lock import OutputLock, output_lock
 from biasmonkey.harness_ext.lm_eval.parent_watch import PARENT_ENV, start_group_watch
+from biasmonkey.harness_ext.run_inputs import digest_of, file_digest, record_inputs
 from biasmonkey.harness_ext.truncation import record_truncation
 from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.options import cli_metadata
@@ -103,6 +110,8 @@ SERVER_FLAGS = (
 DEFAULT_API_KEY_ENV = "BIASMONKEY_API_KEY"
 # After SIGINT/SIGTERM, how long lm-eval gets to stop before it is killed.
 STOP_GRACE_SECONDS = 10.0
+# Beside a request cache (`<cache>.complete`): the run that filled it finished.
+COMPLETE_SUFFIX = ".complete"
 
 
 def model_args(args: argparse.Namespace, model_path: str | None) -> str:
@@ -139,6 +148,17 @@ def model_identity(args: argparse.Namespace, model_path: str | None) -> dict[str
         if local.exists():
             identity["files"] = _fingerprint(local)
     return identity
+
+
+def run_inputs(args: argparse.Namespace, model_path: str | None, metadata: dict[str, Any]) -> dict[str, str]:
+    """The digests recorded beside the run's results (run_inputs.py): the model's identity without the
+    backend and dtype (settings of their own), and each input file named by an option."""
+    identity = {k: v for k, v in model_identity(args, model_path).items() if k not in ("backend", "dtype")}
+    inputs = {"weights": digest_of(identity)}
+    for name in sorted({name for options in OPTION_TYPES for name in options.input_files}):
+        if metadata.get(name):
+            inputs[name] = file_digest(metadata[name])
+    return inputs
 
 
 def cache_path(args: argparse.Namespace, model_path: str | None) -> Path:
@@ -239,6 +259,8 @@ def check_backend_flags(args: argparse.Namespace) -> None:
         given = [f"--{name.replace('_', '-')}" for name in SERVER_FLAGS if getattr(args, name) is not None]
         if given:
             raise ValueError(f"{', '.join(given)}: only with --backend server")
+    if args.resume and getattr(args, "fresh", False):
+        raise ValueError("--resume continues an earlier run, --fresh discards it: give one of them")
     if args.resume and args.no_cache:
         raise ValueError("--resume reads the request cache; drop --no-cache")
     if args.resume and args.mode == "sample":
@@ -279,6 +301,27 @@ def check_inputs(args: argparse.Namespace) -> None:
         if args.model:
             check_model(args.model)
         check_device(args.device)
+
+
+def complete_marker(cache: Path) -> Path:
+    return cache.with_name(cache.name + COMPLETE_SUFFIX)
+
+
+def check_earlier_cache(cache: Path, files: list[Path], fresh: bool) -> None:
+    """Before a run without --resume removes the request cache of an earlier run of the same model:
+    a folder in its place is refused, and so is the cache of a run that did not finish (its finished
+    requests would be lost) unless `fresh`."""
+    for db in files:
+        if not db.is_file():
+            raise ValueError(
+                f"{db} is not a file, where the run's request cache goes: remove it, or choose another --output"
+            )
+    done = sum(cache_entries(db) for db in files)
+    if done and not fresh and not complete_marker(cache).exists():
+        raise ValueError(
+            f"{files[0]} holds {done:,} finished requests of an earlier run of this model that did not finish: "
+            "add --resume to continue it, or --fresh to discard them and start over"
+        )
 
 
 def resume_hint(cache: Path | None) -> str | None:
@@ -412,11 +455,13 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     if args.resume:
         for db in cache_files:
             check_cache(db)
+    elif cache:
+        check_earlier_cache(cache, cache_files, getattr(args, "fresh", False))
     label = args.server_model if args.backend == "server" else Path(str(model_path)).name or str(model_path)
     print(run_line(args, tasks, label, cache) + fit.run_note(), flush=True)
-    if not args.resume:
-        for stale in cache_files:
-            stale.unlink()
+    if cache and not args.resume:
+        for stale in [*cache_files, complete_marker(cache)]:
+            stale.unlink(missing_ok=True)
 
     env = dict(os.environ, **{QUIET_ENV: "1"})
     local = (args.tokenizer or args.server_model) if args.backend == "server" else model_path
@@ -425,6 +470,8 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         env.setdefault("HF_DATASETS_OFFLINE", "1")
     steps = lm_eval_steps(args, tasks, time.strftime("%Y%m%dT%H%M%S"))
     earlier = set(args.output.rglob("samples_*.jsonl"))  # the run's own are those written after this
+    earlier_results = set(args.output.rglob("results_*.json"))
+    inputs = run_inputs(args, model_path, metadata)
     counters = prefix_cache_counters(args) if args.backend == "server" else None
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:
@@ -432,12 +479,15 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
         code = run_lm_eval_child(lm_eval_command(args, model_path, step, metadata), env, lock)
         # The cut prompts stay beside the results (those of a failed step too), for every later reader.
         record_truncation(set(args.output.rglob("samples_*.jsonl")) - earlier, fit.cuts)
+        record_inputs(set(args.output.rglob("results_*.json")) - earlier_results, inputs)
         if code != 0:
             stopped = {130: "stopped by SIGINT", 143: "stopped by SIGTERM"}.get(code)
             print(f"biasmonkey run: {stopped or f'lm_eval failed with exit code {code}'}", file=sys.stderr)
             if hint := resume_hint(cache):
                 print(hint, file=sys.stderr)
             return code
+    if cache:
+        complete_marker(cache).touch()
     if latest_outputs(args.output):
         engine = engine_lines(args.base_url, counters, prefix_cache_counters(args)) if args.backend == "server" else []
         md, csv_path = write_summary(args.output, engine=engine)
@@ -509,6 +559,12 @@ def add_subcommand(subparsers: Any) -> None:
         "--resume",
         action="store_true",
         help="continue an interrupted run of the same model, dtype and backend from its request cache",
+    )
+    p.add_argument(
+        "--fresh",
+        action="store_true",
+        help="start over, discarding the finished requests of an earlier run of the same model that did not finish "
+        "(without it such a run is refused; add --resume to continue it instead)",
     )
     p.add_argument("--no-cache", action="store_true", help="keep no request cache (the run cannot be resumed)")
     p.add_argument(
