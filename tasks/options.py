@@ -60,14 +60,29 @@ def check_choice(name: str, value: Any, choices: Iterable[Any], problem: str = "
         raise ValueError(f"option {name}={value!r} {problem}; use one of {', '.join(map(str, choices))}")
 
 
-def check_int(name: str, value: Any, minimum: int | None = None, optional: bool = False) -> None:
+# numpy's legacy generator (`np.random.seed`, `RandomState`), which the authors' folds use, takes these.
+NUMPY_SEED_MAX = 2**32 - 1
+
+
+def check_int(
+    name: str, value: Any, minimum: int | None = None, optional: bool = False, maximum: int | None = None
+) -> None:
     if optional and value is None:
         return
-    if not isinstance(value, int) or isinstance(value, bool) or (minimum is not None and value < minimum):
+    low = minimum is not None and isinstance(value, int) and value < minimum
+    high = maximum is not None and isinstance(value, int) and value > maximum
+    if not isinstance(value, int) or isinstance(value, bool) or low or high:
         kind = {None: "an integer", 0: "a non-negative integer", 1: "a positive integer"}.get(
             minimum, f"an integer ≥ {minimum}"
         )
+        if maximum is not None:
+            kind = f"an integer from {minimum} to {maximum:,}" if minimum is not None else f"an integer ≤ {maximum:,}"
         raise ValueError(f"option {name}={value!r} must be {kind}")
+
+
+def check_numpy_seed(name: str, value: Any) -> None:
+    """A seed of numpy's legacy generator: 0 to 2**32 − 1."""
+    check_int(name, value, 0, maximum=NUMPY_SEED_MAX)
 
 
 def check_bool(name: str, value: Any) -> None:
@@ -96,6 +111,9 @@ class Options:
 
     # Options that say where inputs lie, not how numbers are computed: they never tell runs apart.
     locations: ClassVar[tuple[str, ...]] = ("data_path",)
+    # Of those, the ones naming an input file whose content changes the numbers (a tests file, not an
+    # earlier step's outputs): `biasmonkey run` records their digests (harness_ext/run_inputs.py).
+    input_files: ClassVar[tuple[str, ...]] = ("data_path",)
 
     def intermediate(self) -> bool:
         """Whether a run with these options is a step whose outputs feed another run, not results."""

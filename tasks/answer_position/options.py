@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from biasmonkey.metrics.answer_position import K_FOLDS, SEED
-from biasmonkey.tasks.options import Options, check_int, option
+from biasmonkey.tasks.options import Options, check_int, check_numpy_seed, option
 
 DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
 
@@ -22,4 +22,4 @@ class AnswerPositionOptions(Options):
         check_int("k", self.k, 1)
         if self.k < 3:
             raise ValueError(f"option k={self.k} must be at least 3: each balanced fold is calibrated on the others")
-        check_int("seed", self.seed, 0)
+        check_numpy_seed("seed", self.seed)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from biasmonkey.metrics.answer_position import K_FOLDS, SEED
-from biasmonkey.tasks.options import Options, check_choice, check_int, option
+from biasmonkey.tasks.options import Options, check_choice, check_int, check_numpy_seed, option
 
 DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
 SPELLINGS = ("task", "both")
@@ -48,6 +48,6 @@ class PositionOptions(Options):
             raise ValueError(f"option pride_share={self.pride_share!r} must be in (0, 1), e.g. 0.05 (the paper's)")
         check_int("pride_seed", self.pride_seed, 0)
         check_int("k", self.k, 3)
-        check_int("seed", self.seed, 0)
+        check_numpy_seed("seed", self.seed)
         check_int("resamples", self.resamples, 1)
         check_int("top_logprobs", self.top_logprobs, 1)

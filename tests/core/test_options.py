@@ -98,3 +98,15 @@ def test_the_run_flags_name_the_families_they_apply_to() -> None:
     assert helps["n_samples"].endswith("(response_bias: default 50)")
     assert helps["data_path"].endswith("(cognitive)")  # no default to state
     assert all(" | " not in text for text in helps.values())
+
+
+@pytest.mark.parametrize("family", ["answer_position", "mc_position"])
+def test_a_seed_outside_numpy_s_range_is_refused_by_name(family: str) -> None:
+    """np.random.seed / RandomState take 0 … 2**32 − 1; a larger seed failed after the model had run."""
+    from biasmonkey.tasks.families import FAMILIES
+
+    options = FAMILIES[family].options_type
+    assert options.from_mapping({"seed": 2**32 - 1}).seed == 4_294_967_295
+    for bad in (2**32, 2**40, -1):
+        with pytest.raises(ValueError, match=rf"option seed={bad} must be an integer from 0 to 4,294,967,295"):
+            options.from_mapping({"seed": bad})
