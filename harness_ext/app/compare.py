@@ -31,6 +31,7 @@ import itertools
 import json
 import math
 import sys
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -90,20 +91,41 @@ def hooks(family: Family) -> Any:
 
 
 def load_runs(paths: Sequence[Path]) -> list[CompareRun]:
-    """Every run under the given paths, in the order given (each path's runs in run order)."""
+    """Every run under the given paths, in the order given (each path's runs in run order), each
+    labelled apart (`label_runs`). Results given twice (the same path, or a folder and a file or
+    folder in it) are refused: paired with themselves, they would look like a comparison."""
     runs = []
     for path in paths:
         for run, outputs in runs_in(path).items():
             runs.append(CompareRun(run.label, run, path, {lm_eval_task_name(o.task): o for o in outputs}))
         if not any(r.where == path for r in runs):
             raise ValueError(f"{path}: no biasmonkey results (lm-eval --log_samples files or Inspect logs)")
-    labels = [r.label for r in runs]
-    for r in runs:  # one model with one setting under two paths (e.g. both harnesses): name the path
-        if labels.count(r.label) > 1:
-            r.label = f"{r.label} [{r.where}]"
-    if len({r.label for r in runs}) < len(runs):
-        raise ValueError("the same run is given twice: " + ", ".join(sorted(r.label for r in runs)))
+    read: dict[Path, CompareRun] = {}
+    for r in runs:
+        for output in r.outputs.values():
+            if (first := read.setdefault(output.path.resolve(), r)) is not r:
+                raise ValueError(
+                    f"the same run is given twice: {r.run}, under {first.where} and {r.where} "
+                    f"(both read {output.path}); give each run once"
+                )
+    label_runs(runs, [str(r.where) for r in runs])
     return runs
+
+
+def label_runs(runs: Sequence[CompareRun], places: Sequence[str]) -> None:
+    """Give each run a label of its own: its short label (`Run.label`, "tiny (limit=4)"); where runs of
+    two models share it (hf/tiny, hf/m2/tiny), their full names (`str(run)`, as `summarize` titles
+    them); where one model with one setting is found twice (e.g. under both harnesses' paths), its
+    place after it ("tiny (limit=4) [place]")."""
+    models: dict[str, set[Run]] = {}
+    for r in runs:
+        models.setdefault(r.run.label, set()).add(r.run)
+    for r in runs:
+        r.label = str(r.run) if len(models[r.run.label]) > 1 else r.run.label
+    counts = Counter(r.label for r in runs)
+    for r, place in zip(runs, places):
+        if counts[r.label] > 1:
+            r.label = f"{r.label} [{place}]"
 
 
 def pick(name: str, runs: Sequence[CompareRun], option: str) -> CompareRun:
@@ -261,18 +283,21 @@ def run_rows(
     head: dict[str, Any], scores: Any, a: CompareRun, b: CompareRun, family: Family, cover: Coverage, notes: list[str]
 ) -> list[dict[str, Any]]:
     """The family's one-number-per-run rows (`run_scores({task: records})`), each run scored on the
-    items both have (none where they share no item: a note says so)."""
+    items both have (none where they share no item: a note says so); a score undefined (NaN) for a run
+    says so in the row's note."""
     shared = sum(map(len, cover.ids.values()))
     if not shared:
         notes.append(f"{a.label} vs {b.label}: {family.title} run scores left out, the runs share no item")
         return []
     sa, sb = scores(_kept(a, family, cover.ids)), scores(_kept(b, family, cover.ids))
     untested = {"task": "(run)", "n": shared, "p": math.nan, "test": "none (one number per run)"}
-    return [
-        head | untested | {"measure": name, "value_a": sa[name], "value_b": sb[name], "difference": sb[name] - sa[name]}
-        for name in sa
-        if name in sb
-    ]
+    rows = []
+    for name in (n for n in sa if n in sb):
+        undefined = " and ".join(r.label for r, s in ((a, sa), (b, sb)) if math.isnan(s[name]))
+        note = f"n/a for {undefined}: undefined on the items both runs have" if undefined else ""
+        values = {"value_a": sa[name], "value_b": sb[name], "difference": sb[name] - sa[name], "note": note}
+        rows.append(head | untested | {"measure": name} | values)
+    return rows
 
 
 def row_notes(rows: Sequence[dict[str, Any]]) -> list[str]:
@@ -487,14 +512,15 @@ def compare(
 def compare_pairs(
     chosen: Sequence[tuple[CompareRun, CompareRun]], rows: list[dict], notes: list[str], mode: str, correction: str
 ) -> Comparison:
-    """The comparison of the rows found: every p adjusted together (`correction`)."""
+    """The comparison of the rows found: every p adjusted together (`correction`); a row without a test
+    (p NaN) is neither significant nor not (`significant` None, shown n/a)."""
     if not rows:
         raise ValueError("no task is present in both runs of any pair: nothing to compare")
     p_key = "p_value" if mode == "pairs" else "p"
     adjusted = adjust([r.get(p_key, math.nan) for r in rows], correction)
     for row, p in zip(rows, adjusted):
         row["p_adjusted"] = float(p)
-        row["significant"] = bool(p < ALPHA)
+        row["significant"] = None if math.isnan(p) else bool(p < ALPHA)
     return Comparison(mode, correction, [pair_info(a, b) for a, b in chosen], rows, notes)
 
 

@@ -119,6 +119,9 @@ def truncated(outputs: Sequence[TaskOutput]) -> dict[str, TaskCuts]:
 
 
 def format_value(value: Any) -> str:
+    """A table cell: an undefined value (None or NaN) as "n/a", a bool as yes/no, a float to 3 decimals."""
+    if value is None:
+        return "n/a"
     if isinstance(value, bool):
         return "yes" if value else "no"
     if isinstance(value, float):

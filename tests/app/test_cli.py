@@ -211,6 +211,20 @@ def test_summary_table_marks_significance_and_scores_human_likeness() -> None:
     assert "Human-likeness score: +0 of 2 (acquiescence +1, allow_forbid -1)." in md
 
 
+def test_summary_markdown_shows_none_and_nan_as_na() -> None:
+    # An untestable row: `significant` None (from a family) or NaN, p NaN, and a column the row lacks: all n/a,
+    # never "None", "nan" or "no". A defined row beside it keeps its numbers (0.25 → "0.250", False → "no").
+    rows = [
+        {"task": "acquiescence", "delta": 5.0, "p": math.nan, "significant": None},
+        {"task": "odd_even", "delta": 2.0, "p": 0.25, "significant": False, "extra": 1},
+    ]
+    table = SummaryTable(rows, ["task", "delta", "p", "significant", "extra"])
+    md = to_markdown({Run("m"): {"response_bias": table}}, {Run("m"): "m"})
+    assert "| acquiescence | 5.000 | n/a | n/a | n/a |" in md
+    assert "| odd_even | 2.000 | 0.250 | no | 1 |" in md
+    assert "None" not in md and "nan" not in md
+
+
 def test_run_without_data_fails_early_with_a_clear_message(
     tiny_model: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:

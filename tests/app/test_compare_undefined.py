@@ -1,6 +1,7 @@
 """`biasmonkey compare` where a CI or p is undefined, on hand-made runs (numbers by hand in the comments):
 a bootstrap with too few valid resamples, strata of one item, identical runs (no spread, so no test in
-Holm's m), and the one-number-per-run rows on the items both runs share."""
+Holm's m), the one-number-per-run rows on the items both runs share, and a row without a test, neither
+significant nor not (n/a, no *)."""
 
 from __future__ import annotations
 
@@ -141,3 +142,48 @@ def test_run_scores_on_the_common_items_only() -> None:
     rows, notes = item_rows([(c, d)], common_items=True)
     assert rows_by(rows, "(run)") == {}
     assert f"C vs D: {RB.title} run scores left out, the runs share no item" in notes
+
+
+def test_a_row_without_a_test_is_neither_significant_nor_not(tmp_path: Path) -> None:
+    # Acquiescence: A Δ 2, 2, 2 and B Δ 3, 3, 3 → B − A = 1, 1, 1: no spread, the paired t is undefined (p NaN).
+    # It was `significant` False. Its key typo rows: A 0, 1, 2, 3; B 10, 12, 14, 16 → B − A = 10, 11, 12, 13:
+    # mean 11.5, SD √(5/3) = 1.291, t = 11.5 / (1.291/√4) = 17.82 on 3 df, p = 3.86e-4: the one test (Holm's
+    # m = 1, p adj. = p), significant. Human-likeness: each run's acquiescence Δ has no spread, so no bias is
+    # testable: n/a for both (the untestable count 1 each), with a note.
+    typo = "biasmonkey_acquiescence_key_typo"
+    a = run(
+        "A", {ACQ: [pair(f"K{i}", "bias", 2) for i in range(3)], typo: [pair(f"T{i}", "key_typo", i) for i in range(4)]}
+    )
+    b = run(
+        "B",
+        {
+            ACQ: [pair(f"K{i}", "bias", 3) for i in range(3)],
+            typo: [pair(f"T{i}", "key_typo", 10 + 2 * i) for i in range(4)],
+        },
+    )
+    rows, notes = item_rows([(a, b)], common_items=False)
+    result = compare_pairs([(a, b)], rows, notes, "items", "holm")
+    delta, tested = rows_by(result.rows, ACQ)["delta"], rows_by(result.rows, typo)["delta"]
+    assert math.isnan(delta["p"]) and math.isnan(delta["p_adjusted"]) and delta["significant"] is None
+    assert tested["p"] == pytest.approx(3.856e-4, rel=1e-3) and tested["p_adjusted"] == tested["p"]
+    assert tested["significant"] is True
+    scores = rows_by(result.rows, "(run)")
+    assert math.isnan(scores["human_likeness"]["value_a"]) and math.isnan(scores["human_likeness"]["value_b"])
+    assert (scores["human_likeness_untestable"]["value_a"], scores["human_likeness_untestable"]["value_b"]) == (1, 1)
+    assert all(r["significant"] is None for r in scores.values())
+    assert "A vs B: (run) human_likeness: n/a for A and B: undefined on the items both runs have" in result.notes
+    assert scores["human_likeness_untestable"]["note"] == ""
+    # markdown: n/a p and p adj. without "*"; the tested row's p adj. marked
+    md = markdown(result)
+    assert (
+        f"| response_bias | {ACQ} | delta | 3 | 2.000 | 3.000 | 1.000 | n/a | paired t | n/a | n/a | n/a | n/a |" in md
+    )
+    assert f"| {typo} | delta | 4 |" in md and "| 0.000386 | 0.000386 * |" in md and md.count(" * |") == 1
+    # CSV: empty (no value), not "False"; JSON: null, not false
+    write_outputs(result, tmp_path)
+    saved = {(r["task"], r["measure"]): r for r in csv.DictReader((tmp_path / "compare.csv").open())}
+    assert (saved[ACQ, "delta"]["significant"], saved[typo, "delta"]["significant"]) == ("", "True")
+    assert saved[ACQ, "delta"]["p_adjusted"] == "nan"
+    saved = {(r["task"], r["measure"]): r for r in json.loads((tmp_path / "compare.json").read_text())["rows"]}
+    assert saved[ACQ, "delta"]["significant"] is None and saved[ACQ, "delta"]["p_adjusted"] is None
+    assert saved["(run)", "human_likeness"]["significant"] is None and saved[typo, "delta"]["significant"] is True
