@@ -448,9 +448,11 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     cache = cache_path(args, model_path) if uses_cache(args) else None
     cache_files = list(cache.parent.glob(f"{cache.name}_rank*.db")) if cache else []
     if args.resume and not cache_files:
+        others = sorted(db.name for db in cache.parent.glob("*_rank*.db")) if cache else []
+        found = f"; {cache.parent} holds the caches of other ones: {', '.join(others)}" if others else ""
         raise ValueError(
-            f"--resume: no request cache at {cache}_rank0.db (the cache is per model, dtype and backend); "
-            "run without --resume"
+            f"--resume: no request cache at {cache}_rank0.db (the cache is per model, its files, dtype and backend"
+            f"{found}); resume with the interrupted run's --model, --dtype and --backend, or run without --resume"
         )
     if args.resume:
         for db in cache_files:

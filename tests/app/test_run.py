@@ -142,6 +142,13 @@ def test_resume_without_a_cache_is_an_error(tiny_model: Path, data_dir: Path, tm
     argv = ["run", "--model", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--limit", "1"]
     assert main([*argv, "--output", str(tmp_path / "out"), "--resume"]) == 2
     assert "--resume: no request cache at" in capsys.readouterr().err
+    # the cache of another model, dtype or backend is there: named, with the fix
+    (tmp_path / "out" / "cache").mkdir(parents=True)
+    (tmp_path / "out" / "cache" / "biasmonkey-hf-000000000000_rank0.db").touch()
+    assert main([*argv, "--output", str(tmp_path / "out"), "--resume"]) == 2
+    err = capsys.readouterr().err
+    assert "holds the caches of other ones: biasmonkey-hf-000000000000_rank0.db" in err
+    assert "resume with the interrupted run's --model, --dtype and --backend" in err
 
 
 def test_bad_option_fails_before_lm_eval_with_its_message(
