@@ -8,6 +8,11 @@ x_1, x_2 the bias score is
 
 as in the published dataset card (the paper's eq. 1 without the 1e-8 guard, which makes
 m = 0 when both answers sit on their x). Positive m is the direction the bias predicts.
+
+x_1 and x_2 are zero-based option indices too (the authors' `RatioScaleMetric` compares them with
+the zero-based decisions, and mirrors an answer as n − 1 − a), so each must lie in [0, n − 1] of
+its side's n options: a reference beyond the scale keeps |m| from ever reaching 1 and is refused
+(`check_params`), as are answers outside the options.
 """
 
 from __future__ import annotations
@@ -23,25 +28,34 @@ from biasmonkey.metrics.statistics import DeltaSummary, summarize_deltas
 EPSILON = 1e-8
 
 
-def _check_params(k: float, x_1: float, x_2: float) -> None:
+def check_params(k: float, x_1: float, x_2: float, n_1: int, n_2: int) -> None:
+    """ValueError unless k = ±1 and each x is a zero-based index of its side's options:
+    0 ≤ x_1 ≤ n_1 − 1 (control) and 0 ≤ x_2 ≤ n_2 − 1 (treatment)."""
     if k not in (1, -1):
         raise ValueError(f"k must be 1 or -1, got {k!r}")
     if not (math.isfinite(x_1) and math.isfinite(x_2)):
         raise ValueError(f"x_1 and x_2 must be finite numbers, got {x_1!r}, {x_2!r}")
+    if n_1 < 1 or n_2 < 1:
+        raise ValueError(f"option counts must be positive, got {n_1} and {n_2}")
+    for name, x, n, side in (("x_1", x_1, n_1, "control"), ("x_2", x_2, n_2, "treatment")):
+        if not 0 <= x <= n - 1:
+            raise ValueError(f"{name} = {x:g} is outside the {n} {side} options' zero-based indices 0 to {n - 1}")
 
 
-def bias_score(a_1: int, a_2: int, k: float, x_1: float, x_2: float) -> float:
-    """m for the control answer a_1 and the treatment answer a_2 (zero-based, original order)."""
-    if a_1 < 0 or a_2 < 0:
-        raise ValueError(f"answers are zero-based option indices, got {a_1} and {a_2}")
-    return float(metric_matrix(a_1 + 1, a_2 + 1, k, x_1, x_2)[a_1, a_2])
+def bias_score(a_1: int, a_2: int, k: float, x_1: float, x_2: float, *, n_1: int, n_2: int) -> float:
+    """m for the control answer a_1 and the treatment answer a_2 (zero-based, original order) of a
+    test with n_1 control and n_2 treatment options."""
+    if not (0 <= a_1 < n_1 and 0 <= a_2 < n_2):
+        raise ValueError(
+            f"answers are zero-based option indices (control 0 to {n_1 - 1}, treatment 0 to {n_2 - 1}), "
+            f"got {a_1} and {a_2}"
+        )
+    return float(metric_matrix(n_1, n_2, k, x_1, x_2)[a_1, a_2])
 
 
 def metric_matrix(n_1: int, n_2: int, k: float, x_1: float, x_2: float) -> np.ndarray:
     """M[a_1, a_2] = m(a_1, a_2) for every control answer a_1 < n_1 and treatment answer a_2 < n_2."""
-    _check_params(k, x_1, x_2)
-    if n_1 < 1 or n_2 < 1:
-        raise ValueError(f"option counts must be positive, got {n_1} and {n_2}")
+    check_params(k, x_1, x_2, n_1, n_2)
     d_1 = np.abs(np.arange(n_1, dtype=float) - x_1)[:, None]
     d_2 = np.abs(np.arange(n_2, dtype=float) - x_2)[None, :]
     return k * (d_1 - d_2) / (np.maximum(d_1, d_2) + EPSILON) + 0.0  # + 0.0 turns -0.0 into 0.0

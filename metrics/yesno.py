@@ -16,7 +16,12 @@ Other conventions (e.g. "a tie is No") would bias the measurement they are meant
   other folds: yes − mean(yes) against no − mean(no), i.e. the margin yes − no against its mean.
   An item in no fold (EWoK's last items that fill no block of 4) gets no corrected answer: like
   the authors' `extract_stats.py`, Specific accuracy counts it as wrong (its denominator is all
-  N items) and Specific bias leaves it out (its denominator is the items with an answer).
+  N items) and Specific bias leaves it out (its denominator is the items with an answer); the
+  summary counts these items (`n_no_specific`). The correction is undefined (NaN, the reason in
+  `specific_undefined`) where a calibration group's items in folds have one gold answer only: the
+  mean margin it subtracts is then the answer itself, and "removing the bias" would turn every
+  answer into a tie. A gold class with fewer than k items (some folds hold none of it) is noted
+  (`small_classes`).
 - Δ% (the paper's Table 2) is a relative change in percent, not a difference in points:
   100 · (corrected − base) / base; −100 % bias = bias removed, below −100 % = over-corrected.
   NaN when the base value is 0.
@@ -36,6 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -45,6 +51,11 @@ K_FOLDS = 5
 SEED = 42
 EWOK_BLOCK = 4  # the authors' EWoK folds are made of consecutive blocks of 4 rows
 AUTHORS_DATASETS = ("comps", "arith", "babi", "ewok")
+# A spread of the per-unit differences at most ZERO_SPREAD_RTOL · max(1, |mean|) counts as none, so
+# the t-test and d_z are undefined (NaN) rather than huge: float64 rounding alone leaves a spread of
+# a few ulp (|0.1 − 0.3| and |0.5 − 0.7| differ in their last bit), while any real difference
+# between biases is orders larger. The rule of `metrics.statistics.summarize_deltas`.
+ZERO_SPREAD_RTOL = 1e-12
 
 ArrayLike = Sequence[float] | np.ndarray
 LN2 = math.log(2.0)
@@ -116,7 +127,10 @@ def stratified_kfold(labels: Sequence[object] | np.ndarray, k: int = K_FOLDS, se
     takes, of each class, as many items as the class has among positions f, f + k, f + 2k, … of
     the labels sorted by class number; each class's fold labels, in fold order, are shuffled in
     place by one `RandomState(seed)`, class by class, and given to its items in file order.
-    Unlike scikit-learn, it does not refuse classes smaller than k (some folds are then empty).
+    Unlike scikit-learn, which refuses k above the items of every class (and above N) and warns
+    when the least populated class has fewer than k items, it makes folds for any labels (some
+    folds then lack a class, or are empty); `summarize_yesno` reports such classes
+    (`small_classes`) and leaves the correction undefined for one class only.
     """
     if k < 2:
         raise ValueError(f"need at least 2 folds, got k={k}")
@@ -189,6 +203,38 @@ def specific_correction(
     return cy, cn
 
 
+def specific_checks(
+    gold_yes: ArrayLike, folds: ArrayLike, groups: Sequence[object] | None = None, k: int = K_FOLDS
+) -> tuple[list[str], list[str]]:
+    """(why the Specific correction is undefined, warnings), from the gold answers of each
+    calibration group's items in folds. One gold answer only: undefined, since the mean margin the
+    correction subtracts is then the answer itself. An answer with fewer than k items: a warning,
+    since some folds hold none of it (scikit-learn's StratifiedKFold warns of such a class)."""
+    gold = np.asarray(gold_yes, dtype=bool)
+    in_fold = np.asarray(folds, dtype=int) >= 0
+    labels = np.array([""] * gold.size if groups is None else [str(g) for g in groups], dtype=object)
+    undefined: list[str] = []
+    warnings: list[str] = []
+    for label in dict.fromkeys(labels):
+        mine = (labels == label) & in_fold
+        where = f"{label}: " if label else ""
+        counts = {"Yes": int(np.count_nonzero(gold & mine)), "No": int(np.count_nonzero(~gold & mine))}
+        present = [answer for answer, count in counts.items() if count]
+        if len(present) == 1:
+            undefined.append(
+                f"{where}every item in folds ({counts[present[0]]}) has the gold answer {present[0]}, so the "
+                "Specific correction would subtract the answer itself: undefined"
+            )
+        elif present:
+            warnings += [
+                f"{where}{count} gold-{answer} item{'s' * (count != 1)}, fewer than the k = {k} folds: "
+                f"some folds hold no {answer} item"
+                for answer, count in counts.items()
+                if count < k
+            ]
+    return undefined, warnings
+
+
 def relative_change(base: float, corrected: float) -> float:
     """Δ% = 100 · (corrected − base) / base; NaN when base is 0 or either value is NaN."""
     if base == 0 or math.isnan(base) or math.isnan(corrected):
@@ -211,21 +257,24 @@ class YesNoSummary:
     """Everything one task reports, computed from its items' answer log-probabilities."""
 
     n: int
-    n_ties: int  # base answers with yes == no
+    n_ties: int  # base answers with yes == no, each scored as a coin flip
+    n_no_specific: int  # items without a Specific answer (in no fold; all n where Specific is undefined)
     bias: float
     accuracy: float
     bias_generic: float  # NaN without no-context log-probabilities
     accuracy_generic: float
     bias_specific: float  # over the items with a corrected answer; NaN if there are none
-    accuracy_specific: float  # correct corrected answers / n
+    accuracy_specific: float  # correct corrected answers / n (an item without one counts as wrong)
     delta_pct_bias_generic: float
     delta_pct_accuracy_generic: float
     delta_pct_bias_specific: float
     delta_pct_accuracy_specific: float
     p_yes_gold_yes: float  # mean P(yes) over the items whose answer is Yes
     p_yes_gold_no: float
+    specific_undefined: str = ""  # why the Specific numbers are NaN ("" where they are defined)
+    small_classes: tuple[str, ...] = ()  # gold classes with fewer than k items in folds, per calibration group
 
-    def as_dict(self) -> dict[str, float | int]:
+    def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
@@ -236,13 +285,15 @@ def summarize_yesno(
     null: tuple[float, float] | None = None,
     folds: ArrayLike | None = None,
     groups: Sequence[object] | None = None,
+    k: int = K_FOLDS,
 ) -> YesNoSummary:
     """Base, Generic and Specific bias and accuracy of one task, with Δ% and the P(yes) view.
 
     `null` = (yes₀, no₀), the no-context answer log-probabilities (None: no Generic numbers).
     `folds`, `groups`: the Specific correction's fold per item (negative: in no fold) and the
     groups calibrated separately (see `specific_correction`); default: one group in the authors'
-    COMPS folds, `stratified_kfold(gold_yes)`, which depend on the item order (pass file order).
+    COMPS folds, `stratified_kfold(gold_yes, k)`, which depend on the item order (pass file order).
+    `k`: the number of folds (`specific_checks` warns of gold classes smaller than k).
     """
     y, n = _arrays(yes, no)
     gold = np.asarray(gold_yes, dtype=bool)
@@ -259,15 +310,22 @@ def summarize_yesno(
     gen_bias = gen_acc = spec_bias = spec_acc = math.nan
     if null is not None:
         gen_bias, gen_acc = scored(*generic_correction(y, n, *null))
-    cy, cn = specific_correction(y, n, stratified_kfold(gold) if folds is None else folds, groups)
-    answered = ~np.isnan(cy)
-    if answered.any():  # items without a corrected answer: out of the bias, wrong in the accuracy
-        v = votes(cy[answered], cn[answered])
-        spec_bias, spec_acc = bias(v), float(correctness(v, gold[answered]).sum() / y.size)
+    folds = stratified_kfold(gold, k) if folds is None else folds
+    undefined, small_classes = specific_checks(gold, folds, groups, k)
+    answered = np.zeros(y.size, dtype=bool)
+    if not undefined:
+        cy, cn = specific_correction(y, n, folds, groups)
+        answered = ~np.isnan(cy)
+        if answered.any():  # items without a corrected answer: out of the bias, wrong in the accuracy
+            v = votes(cy[answered], cn[answered])
+            spec_bias, spec_acc = bias(v), float(correctness(v, gold[answered]).sum() / y.size)
+        else:
+            undefined.append("no item has items of its group in other folds to be calibrated on: Specific undefined")
     py = p_yes(y, n)
     return YesNoSummary(
         n=int(y.size),
         n_ties=int(np.count_nonzero(y == n)),
+        n_no_specific=int(np.count_nonzero(~answered)),
         bias=base_bias,
         accuracy=base_acc,
         bias_generic=gen_bias,
@@ -280,6 +338,8 @@ def summarize_yesno(
         delta_pct_accuracy_specific=relative_change(base_acc, spec_acc),
         p_yes_gold_yes=_mean_or_nan(py[gold]),
         p_yes_gold_no=_mean_or_nan(py[~gold]),
+        specific_undefined="; ".join(undefined),
+        small_classes=tuple(small_classes),
     )
 
 
@@ -298,12 +358,12 @@ class InstructionTuningEffect:
     mean_abs_base: float
     mean_abs_instruct: float
     mean_difference: float  # mean of |b_instruct| − |b_base|; negative = instruct less biased
-    sd_difference: float  # SD (ddof=1) of the per-unit differences; NaN below 2 units
+    sd_difference: float  # SD (ddof=1) of the per-unit differences (0 within ZERO_SPREAD_RTOL); NaN below 2 units
     # paired d_z = −mean_difference / sd_difference: POSITIVE = instruct less biased (the paper's
-    # sign; the authors' script gives the opposite); NaN below 2 units or SD 0
+    # sign; the authors' script gives the opposite); NaN below 2 units or SD 0 (ZERO_SPREAD_RTOL)
     cohens_d: float
     t: float  # paired t-test of |b_instruct| vs |b_base| (scipy.stats.ttest_rel): negative = less biased
-    p_value: float  # two-sided; NaN below 2 units or when all differences are equal
+    p_value: float  # two-sided; NaN below 2 units or when all differences are equal (up to rounding)
     df: int
     percent_reduction: float  # 100 · (mean_abs_base − mean_abs_instruct) / mean_abs_base
 
@@ -334,7 +394,9 @@ def instruction_tuning_effect(base_bias: ArrayLike, instruct_bias: ArrayLike) ->
     sd = d = t = p = nan
     if n >= 2:
         sd = float(diff.std(ddof=1))
-        if np.ptp(diff) > 0:  # equal differences: the test and d_z are undefined, not infinite
+        if sd <= ZERO_SPREAD_RTOL * max(1.0, abs(float(diff.mean()))):
+            sd = 0.0  # equal differences (up to rounding): the test and d_z are undefined, not huge
+        else:
             d = float((b - i).mean() / sd)  # the paper's sign: a reduction is positive
             res = stats.ttest_rel(i, b)
             t, p = float(res.statistic), float(res.pvalue)

@@ -20,6 +20,7 @@ from typing import Any
 
 from biasmonkey.tasks.cognitive.scoring import (
     CognitiveRecord,
+    metric_params_of,
     random_baseline_of,
     score_answers,
     score_exact,
@@ -76,9 +77,11 @@ def from_inspect(score: LoggedScore) -> CognitiveRecord:
     value = score.value
     if not isinstance(value, dict) or "score" not in value:
         raise ValueError(f"sample {score.sample_id}: not a biasmonkey cognitive-bias score")
+    doc = score.sample_metadata
+    if "control_options" in doc:  # the test's document: its x must be indices of its options
+        metric_params_of(doc)
     if score.metadata and "random_baseline" in score.metadata:
         return CognitiveRecord.from_dict(score.metadata)
-    doc = score.sample_metadata
     return CognitiveRecord(
         id=doc["id"],
         bias=doc["bias"],

@@ -3,7 +3,8 @@
 The published dataset (`tum-nlp/cognitive-biases-in-llms` on the Hugging Face Hub, CC BY-SA 4.0)
 has one row per test with the columns bias, scenario, control, treatment and metric_params
 (a dict with k, x_1, x_2). Control and treatment are full prompts ending with the option list
-"Option 1: …", "Option 2: …"; answers are zero-based indices into that list.
+"Option 1: …", "Option 2: …"; answers are zero-based indices into that list, and so are x_1 and
+x_2 (of the control and treatment options): a row whose x lies outside [0, n − 1] is refused.
 
 Where the tests come from, first match wins:
 1. an explicit local file (`data_path`, CSV or parquet);
@@ -30,6 +31,7 @@ from typing import Any
 
 import pandas as pd
 
+from biasmonkey.metrics.cognitive import check_params
 from biasmonkey.tasks.fetch import DATA_DIR_ENV, DataError
 
 HUB_DATASET = "tum-nlp/cognitive-biases-in-llms"
@@ -166,6 +168,17 @@ def parse_metric_params(value: Any, where: str) -> tuple[int, float, float]:
     return int(k), x_1, x_2
 
 
+def check_references(k: int, x_1: float, x_2: float, control: Question, treatment: Question, where: str) -> None:
+    """DataError unless x_1 and x_2 are zero-based indices of the control and treatment options."""
+    try:
+        check_params(k, x_1, x_2, len(control.options), len(treatment.options))
+    except ValueError as err:
+        raise DataError(
+            f"{where}: metric_params {err}; x_1 and x_2 are zero-based indices of the control and treatment "
+            "options (0 = Option 1): correct the row's metric_params, or drop the row"
+        ) from None
+
+
 @dataclass(frozen=True)
 class CognitiveTest:
     """One published test, validated. `row` counts data rows from 1 (the header is not a row)."""
@@ -224,6 +237,7 @@ def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
         k, x_1, x_2 = parse_metric_params(values[4], where)
         control_q = parse_question(control, f"{where}, column 'control'")
         treatment_q = parse_question(treatment, f"{where}, column 'treatment'")
+        check_references(k, x_1, x_2, control_q, treatment_q, where)
         # A content hash: the same test gets the same id (and option order) in any file or subset.
         digest = hashlib.sha256(
             "\x1f".join([slug, scenario, control, treatment, f"{k},{x_1},{x_2}"]).encode()

@@ -17,7 +17,14 @@ from typing import Any
 import numpy as np
 
 from biasmonkey.metrics import distribution_from_logprobs
-from biasmonkey.metrics.cognitive import BiasSummary, bias_score, expected_metric, random_baseline, summarize_bias
+from biasmonkey.metrics.cognitive import (
+    BiasSummary,
+    bias_score,
+    check_params,
+    expected_metric,
+    random_baseline,
+    summarize_bias,
+)
 from biasmonkey.tasks.cognitive.prompts import SIDES, extract_option, to_original
 
 
@@ -67,17 +74,29 @@ class CognitiveRecord:
         return cls(**{k: v for k, v in d.items() if k in names})
 
 
-def _params(doc: Mapping[str, Any]) -> tuple[int, float, float]:
-    return int(doc["k"]), float(doc["x_1"]), float(doc["x_2"])
+def option_counts(doc: Mapping[str, Any]) -> tuple[int, int]:
+    """(control, treatment) options of a test."""
+    return len(doc["control_options"]), len(doc["treatment_options"])
+
+
+def metric_params_of(doc: Mapping[str, Any]) -> tuple[int, float, float]:
+    """(k, x_1, x_2) of a test, checked against its options (`metrics.cognitive.check_params`);
+    the error names the test."""
+    k, x_1, x_2 = float(doc["k"]), float(doc["x_1"]), float(doc["x_2"])
+    try:
+        check_params(k, x_1, x_2, *option_counts(doc))
+    except ValueError as err:
+        raise ValueError(f"test {doc['id']}: metric parameters: {err}") from None
+    return int(k), x_1, x_2
 
 
 def random_baseline_of(doc: Mapping[str, Any]) -> float:
     """E[m] of a test for uniformly random answers."""
-    return random_baseline(len(doc["control_options"]), len(doc["treatment_options"]), *_params(doc))
+    return random_baseline(*option_counts(doc), *metric_params_of(doc))
 
 
 def _common(doc: Mapping[str, Any], mode: str) -> dict[str, Any]:
-    k, x_1, x_2 = _params(doc)
+    k, x_1, x_2 = metric_params_of(doc)
     return {
         "id": doc["id"],
         "bias": doc["bias"],
@@ -110,7 +129,7 @@ def score_exact(
         dists.append(offered[::-1] if doc["reversed"] else offered)
     p_control, p_treatment = dists
     a_1, a_2 = int(np.argmax(p_control)), int(np.argmax(p_treatment))
-    k, x_1, x_2 = _params(doc)
+    k, x_1, x_2 = metric_params_of(doc)
     return CognitiveRecord(
         **_common(doc, "exact"),
         p_control=p_control.tolist(),
@@ -119,7 +138,7 @@ def score_exact(
         answer_treatment=a_2,
         response_control=None,
         response_treatment=None,
-        score=bias_score(a_1, a_2, k, x_1, x_2),
+        score=bias_score(a_1, a_2, k, x_1, x_2, n_1=p_control.size, n_2=p_treatment.size),
         expected_score=expected_metric(p_control, p_treatment, k, x_1, x_2),
     )
 
@@ -153,7 +172,8 @@ def score_answers(
         if problem:
             failures.append(f"{side}: {problem}")
     a_1, a_2 = answers
-    score = None if failures else bias_score(a_1, a_2, *_params(doc))
+    n_1, n_2 = option_counts(doc)
+    score = None if failures else bias_score(a_1, a_2, *metric_params_of(doc), n_1=n_1, n_2=n_2)
     return CognitiveRecord(
         **_common(doc, "generate"),
         p_control=None,

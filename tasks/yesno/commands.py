@@ -27,7 +27,7 @@ from typing import Any
 from biasmonkey.harness_ext.app.compare_pairs import check_distinct_pairs, common_rows, coverage_problems, pair_effects
 from biasmonkey.harness_ext.logs import TaskOutput, newest, one_run, scan
 from biasmonkey.tasks.contract import lm_eval_task_name
-from biasmonkey.tasks.yesno.compare import CORRECTIONS, unit_biases
+from biasmonkey.tasks.yesno.compare import CORRECTIONS, bias_caveats, unit_biases
 from biasmonkey.tasks.yesno.scoring import ItemRecord
 
 UNITS = ("domain", "task")
@@ -67,8 +67,9 @@ def item_differences(
 
 def compare_dirs(
     pairs: Sequence[tuple[Path, Path]], correction: str = "base", unit: str = "domain"
-) -> tuple[list[dict[str, Any]], list[str]]:
-    """One row per task found in every folder, and the tasks left out because some folder lacks them.
+) -> tuple[list[dict[str, Any]], list[str], list[str]]:
+    """One row per task found in every folder, the tasks left out because some folder lacks them,
+    and what qualifies the compared biases, per folder and task (`compare.bias_caveats`: exact ties, …).
     Every folder must hold one run, and a pair's two runs the same items of each compared task
     (the rows: `harness_ext.app.compare_pairs.pair_effects`, as `biasmonkey compare --pairs` computes them)."""
     if not pairs:
@@ -84,7 +85,14 @@ def compare_dirs(
             "the base and instruct runs do not cover the same items, so their biases cannot be compared (run both "
             "models on the same items: the same --limit and data):\n  " + "\n  ".join(problems)
         )
-    return pair_effects(biases, unit)
+    rows, skipped = pair_effects(biases, unit)
+    caveats = [
+        f"{folder}: {line}"
+        for pair, recs in zip(pairs, records)
+        for folder, run in zip(pair, recs)
+        for line in bias_caveats({task: run[task] for task in common}, correction)
+    ]
+    return rows, skipped, caveats
 
 
 def undefined_note(rows: Sequence[dict[str, Any]], correction: str) -> str | None:
@@ -104,13 +112,15 @@ def _fmt(x: float) -> str:
 
 def cmd_yesno_compare(args: argparse.Namespace) -> int:
     pairs = [(Path(b), Path(i)) for b, i in args.pair or []]
-    rows, skipped = compare_dirs(pairs, args.correction, args.unit)
+    rows, skipped, caveats = compare_dirs(pairs, args.correction, args.unit)
     if skipped:
         print(f"biasmonkey: tasks not in every folder, left out: {', '.join(skipped)}", file=sys.stderr)
     if not rows:
         raise ValueError("no yes-no task is present in every folder")
     if note := undefined_note(rows, args.correction):
         print(note, file=sys.stderr)
+    for line in caveats:
+        print(f"biasmonkey: {line}", file=sys.stderr)
     if args.json:
         print(json.dumps(rows, indent=2))
         return 0

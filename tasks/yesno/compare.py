@@ -29,7 +29,9 @@ from biasmonkey.tasks.yesno.family import FAMILY
 from biasmonkey.tasks.yesno.scoring import (
     K_FOLDS,
     SEED,
+    TIES,
     ItemRecord,
+    caveats,
     file_position,
     null_answer_logprobs,
     specific_folds,
@@ -109,6 +111,18 @@ def unit_biases(
                 by_domain[str(r.domain)].append(r)
             rows[task] = {domain: _bias(group, correction) for domain, group in sorted(by_domain.items())}
     return rows
+
+
+def bias_caveats(records: Mapping[str, Sequence[ItemRecord]], correction: str = "base") -> list[str]:
+    """What qualifies one run's biases of `unit_biases` ({task: records}), one line per task and
+    caveat (`scoring.caveats`): exact ties, which every correction starts from, and for the Specific
+    bias the items without a Specific answer, why it is undefined and gold classes smaller than k."""
+    return [
+        f"{task}: {detail}"
+        for task, items in sorted(records.items())
+        for warning, detail in caveats(summarize(items))
+        if warning == TIES or correction == "specific"
+    ]
 
 
 def published_biases(selection: Sequence[str] = ()) -> PublishedBiases:

@@ -3,12 +3,18 @@
 Bias: 0 is unbiased and its sign tells the direction, so "higher is better" is False for bias
 and Δ% bias (−100 % = bias removed); True for accuracy. Per-item numbers (bias, accuracy,
 Generic, P(yes)) are means over the items; the Specific correction and the Δ% columns need the
-whole task, so they are computed from all records with `summarize`.
+whole task, so they are computed from all records with `summarize`, and so are the counts that
+qualify them: `n_ties` (exact ties, scored as coin flips) and `n_no_specific` (items without a
+Specific answer). The family's `biasmonkey summarize` table (`summary_table`) is the metrics
+table with notes under it: ties, items without a Specific answer, why Specific is undefined and
+gold classes smaller than k (`scoring.caveats`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import fields
+from functools import lru_cache
 from typing import Any
 
 from biasmonkey.metrics.yesno import YesNoSummary, correctness, generic_correction, p_yes, votes
@@ -16,14 +22,17 @@ from biasmonkey.tasks.contract import (
     Family,
     LmEvalGroup,
     Metric,
+    SummaryTable,
+    base_task_name,
     lm_eval_group_name,
     records_metric,
+    reported,
     subset_mean_metrics,
 )
 from biasmonkey.tasks.yesno import codecs, data
 from biasmonkey.tasks.yesno.options import YesNoOptions
 from biasmonkey.tasks.yesno.prompts import PROMPTS
-from biasmonkey.tasks.yesno.scoring import ItemRecord, summarize
+from biasmonkey.tasks.yesno.scoring import ItemRecord, caveats, summarize
 
 NAMES = {"comps": "COMPS-YNQ", "ewok": "EWoK-YNQ", "arith": "Arith-YNQ", "babi": "bAbI-YNQ"}
 
@@ -71,12 +80,19 @@ def _imputed(records: list[ItemRecord]) -> float:
     return sum(r.n_imputed for r in records) + max((r.n_imputed_null for r in records), default=0)
 
 
+@lru_cache(maxsize=4)
+def _summary(records: tuple[ItemRecord, ...], k: int, seed: int) -> YesNoSummary:
+    """`summarize`, once for the task-level metrics of one set of records."""
+    return summarize(records, k=k, seed=seed)
+
+
 def metrics(options: YesNoOptions, harness: str, **task: Any) -> list[Metric[ItemRecord]]:
     """Bias and accuracy before and after the Generic and Specific corrections, their Δ%, mean
-    P(yes) by gold answer, the number of items and the imputed continuations (top-k reading: Inspect, biasmonkey-server)."""
+    P(yes) by gold answer, the number of items, ties and items without a Specific answer, and the
+    imputed continuations (top-k reading: Inspect, biasmonkey-server)."""
 
     def field(name: str):
-        return lambda records: float(getattr(summarize(records, k=options.k, seed=options.seed), name))
+        return lambda records: float(getattr(_summary(tuple(records), options.k, options.seed), name))
 
     task_level = (
         "bias_specific",
@@ -97,8 +113,36 @@ def metrics(options: YesNoOptions, harness: str, **task: Any) -> list[Metric[Ite
         *subset_mean_metrics("p_yes_gold_yes", True, _p_yes_if(True), ("lm_eval",)),
         *subset_mean_metrics("p_yes_gold_no", False, _p_yes_if(False), ("lm_eval",)),
         records_metric("n", True, len),
+        records_metric("n_ties", False, field("n_ties")),
+        records_metric("n_no_specific", False, field("n_no_specific")),
         records_metric("imputed_continuations", False, _imputed),
     ]
+
+
+def summary_table(
+    records_per_task: Iterable[Sequence[ItemRecord]],
+    tasks: Sequence[str],
+    run_options: Sequence[Any] | None = None,
+    harnesses: Sequence[str] | None = None,
+    **_: Any,
+) -> SummaryTable:
+    """The family's table in `biasmonkey summarize`: one row per task of the metrics it reports
+    (in `harnesses`, each task's "lm_eval" or "inspect"; lm-eval's where not given: its columns add
+    the P(yes) stderrs), then a note for each thing that qualifies a task's numbers
+    (`scoring.caveats`). `tasks`: each task's name; `run_options`: its `YesNoOptions`
+    (default: the defaults)."""
+    rows: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for i, records in enumerate(records_per_task):
+        records = tuple(records)
+        task = base_task_name(tasks[i]) or tasks[i]
+        options = run_options[i] if run_options is not None else YesNoOptions()
+        harness = harnesses[i] if harnesses is not None else "lm_eval"
+        rows.append(
+            {"task": task, **{m.name: m.compute(records) for m in reported(FAMILY, options, harness, TASKS[task])}}
+        )
+        notes += [f"{task}: {detail}." for _, detail in caveats(_summary(records, options.k, options.seed))]
+    return SummaryTable(rows, list(dict.fromkeys(key for row in rows for key in row)), notes)
 
 
 def docs(
@@ -119,6 +163,7 @@ FAMILY: Family[ItemRecord] = Family(
     summarize=summarize,
     from_lm_eval=codecs.from_lm_eval,
     from_inspect=codecs.from_inspect,
+    summary_table=summary_table,
     scorer="yesno_scorer",
     suite=lm_eval_group_name("yesno"),
     unit="questions",

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from biasmonkey.metrics.yesno import K_FOLDS, SEED
-from biasmonkey.tasks.options import Options, check_int, option
+from biasmonkey.tasks.options import Options, check_int, check_numpy_seed, option
 
 DEFAULT_TOP_LOGPROBS = 20  # the most OpenAI-compatible APIs return
 
@@ -29,7 +29,7 @@ class YesNoOptions(Options):
         check_int("k", self.k, 1)
         if self.k < 2:
             raise ValueError(f"option k={self.k} must be at least 2: each fold is calibrated on the other folds")
-        check_int("seed", self.seed, 0)
+        check_numpy_seed("seed", self.seed)
         if self.null_prompt is not None and not isinstance(self.null_prompt, str):
             raise ValueError(
                 f"option null_prompt={self.null_prompt!r} must be a text; quote it as a YAML string, e.g. -T 'null_prompt=\"Q:\"'"

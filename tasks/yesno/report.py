@@ -16,11 +16,11 @@ from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.yesno import baselines
 from biasmonkey.tasks.yesno.family import FAMILY
-from biasmonkey.tasks.yesno.scoring import summarize
+from biasmonkey.tasks.yesno.scoring import SMALL_CLASS, caveats, summarize
 
 CORRECTIONS = ("base", "generic", "specific")
 COLUMNS = ["model", "task", "correction", "n", "bias", "accuracy"]
-SUMMARY_COLUMNS = ("yesno_tasks", "yesno_items", "yesno_bias_base", "yesno_bias_specific")
+SUMMARY_COLUMNS = ("yesno_tasks", "yesno_items", "yesno_ties", "yesno_bias_base", "yesno_bias_specific")
 AUTHORS = "Bhatt & Ivanova (2025)"
 AUTHORS_COLUMNS = ["task", *baselines.COLUMNS]
 
@@ -39,7 +39,8 @@ def authors_table(tasks: Sequence[str]) -> pd.DataFrame:
 def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
     """`yesno`: bias and accuracy per model × task × correction (base, generic, specific);
     `yesno_authors`: the authors' 16 models on the tasks run, where their released results are at
-    hand (`$BIASMONKEY_DATA_DIR/yesno/reference/`)."""
+    hand (`$BIASMONKEY_DATA_DIR/yesno/reference/`). What qualifies these numbers (ties, …) is in
+    `warnings`."""
     rows = []
     for m in models:
         for task, records in m.tasks("yesno").items():
@@ -64,7 +65,8 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
 
 def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
     """Imputed continuations, counted as the tasks' `imputed_continuations` metric: per item, plus
-    the one no-context measurement."""
+    the one no-context measurement; and what qualifies a task's numbers (`scoring.caveats`:
+    exact ties, items without a Specific answer, why Specific is undefined)."""
     rows = []
     for m in models:
         for task, records in m.tasks("yesno").items():
@@ -72,17 +74,24 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
             if imputed:
                 detail = f"{imputed:g} yes/no continuations imputed (not in the top-k) over {len(records)} items"
                 rows.append({"model": m.name, "task": task, "warning": "imputed log-probabilities", "detail": detail})
+            # small gold classes (nearly every --limit run has them) are noted in `summarize`, not warned of here
+            for warning, detail in caveats(summarize(records)):
+                if warning != SMALL_CLASS:
+                    rows.append({"model": m.name, "task": task, "warning": warning, "detail": detail})
     return rows
 
 
 def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """A model's entries in the report's summary: its tasks, items and mean bias before and after Specific."""
+    """A model's entries in the report's summary: its tasks, items, exact ties and mean bias before and after Specific."""
     mine = tables["yesno"][tables["yesno"]["model"] == model.name]
+    base = mine[mine["correction"] == "base"]
     return {
         "yesno_tasks": mine["task"].nunique(),
-        "yesno_items": int(mine.loc[mine["correction"] == "base", "n"].sum()),
-        "yesno_bias_base": float(mine.loc[mine["correction"] == "base", "bias"].mean()),
-        "yesno_bias_specific": float(mine.loc[mine["correction"] == "specific", "bias"].mean()),
+        "yesno_items": int(base["n"].sum()),
+        "yesno_ties": sum(r.yes == r.no for records in model.tasks("yesno").values() for r in records),  # n_ties
+        "yesno_bias_base": float(base["bias"].mean()),
+        # NaN where a task's Specific bias is undefined (its warning says why), not a mean of the others
+        "yesno_bias_specific": float(mine.loc[mine["correction"] == "specific", "bias"].mean(skipna=False)),
     }
 
 
@@ -113,19 +122,26 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] 
     tasks = int(row["yesno_tasks"])
     beside = _beside_authors(row["model"], tables or {})
     return (
-        f"Yes-no bias (mean over {tasks} task{'s' * (tasks != 1)}, 0 = unbiased): {row['yesno_bias_base']:+.2f}, "
-        f"{row['yesno_bias_specific']:+.2f} after the Specific correction{_items(row, bool(beside))}{beside}."
+        f"Yes-no bias (mean over {tasks} task{'s' * (tasks != 1)}, 0 = unbiased): {_signed(row['yesno_bias_base'])}, "
+        f"{_signed(row['yesno_bias_specific'])} after the Specific correction{_items(row, bool(beside))}{beside}."
     )
 
 
+def _signed(x: float) -> str:
+    return "n/a" if pd.isna(x) else f"{x:+.2f}"
+
+
 def _items(row: Mapping[str, Any], with_authors: bool) -> str:
-    """Over how many items each side was computed, where the summary row counts them. The authors
-    released per-task numbers over every item only, so a --limit run cannot be matched item by item."""
+    """Over how many items each side was computed, and how many of them were exact ties, where the
+    summary row counts them. The authors released per-task numbers over every item only, so a
+    --limit run cannot be matched item by item."""
     items = row.get("yesno_items")
     if items is None or pd.isna(items):
         return ""
+    ties = row.get("yesno_ties")
+    tied = "" if ties is None or pd.isna(ties) or not ties else f", {int(ties)} of them exact ties scored as coin flips"
     authors = "; the authors': every item of each task" if with_authors else ""
-    return f" (this run: {int(items)} item{'s' * (int(items) != 1)}{authors})"
+    return f" (this run: {int(items)} item{'s' * (int(items) != 1)}{tied}{authors})"
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
@@ -133,7 +149,7 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     if "yesno_tasks" not in summary:
         return {}
     pairs = zip(summary["yesno_bias_base"], summary["yesno_bias_specific"])
-    return {"yes-no bias base → specific": ["–" if pd.isna(b) else f"{b:+.2f} → {sp:+.2f}" for b, sp in pairs]}
+    return {"yes-no bias base → specific": ["–" if pd.isna(b) else f"{b:+.2f} → {_signed(sp)}" for b, sp in pairs]}
 
 
 def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:

@@ -20,6 +20,11 @@ from biasmonkey.tasks.yesno.prompts import CONTINUATIONS, NO_CONTINUATIONS, YES_
 
 # No-context log-probabilities are one number per model; copies logged with each item must agree.
 NULL_TOLERANCE = 1e-6
+# The kinds of `caveats`.
+TIES = "tied answers"
+NO_SPECIFIC = "items without a Specific answer"
+SPECIFIC_UNDEFINED = "Specific undefined"
+SMALL_CLASS = "gold class smaller than k"
 
 
 @dataclass(frozen=True)
@@ -151,5 +156,35 @@ def summarize(records: Sequence[ItemRecord], k: int = K_FOLDS, seed: int = SEED)
         [r.gold_yes for r in ordered],
         null=null_answer_logprobs(ordered),
         folds=specific_folds(ordered, k, seed),
-        groups=[(r.dataset, r.domain or "") for r in ordered],
+        groups=["/".join(filter(None, (r.dataset, r.domain))) for r in ordered],  # comps, ewok/agent_properties
+        k=k,
     )
+
+
+def caveats(summary: YesNoSummary) -> list[tuple[str, str]]:
+    """(kind, detail) for each thing that qualifies a task's numbers: tied answers, items without a
+    Specific answer, why Specific is undefined, gold classes smaller than k (the `summarize` table's
+    notes, the report's warnings, `yesno-compare` and `compare --pairs` notes)."""
+    s = summary
+    notes = []
+    if s.n_ties:
+        notes.append(
+            (
+                TIES,
+                f"{s.n_ties} of {s.n} answers are exact ties (yes == no, e.g. both read as the top-k floor), each "
+                "scored as a coin flip (0 in the bias, ½ correct): bias and accuracy say nothing of these items",
+            )
+        )
+    if s.n_no_specific and not math.isnan(s.bias_specific):
+        notes.append(
+            (
+                NO_SPECIFIC,
+                f"{s.n_no_specific} of {s.n} items have no Specific answer (in no fold, as EWoK's last items that "
+                "fill no block of 4, or no other fold of their group to calibrate on): accuracy_specific counts them "
+                "as wrong (the authors' convention), bias_specific leaves them out",
+            )
+        )
+    if s.specific_undefined:
+        notes.append((SPECIFIC_UNDEFINED, s.specific_undefined))
+    notes += [(SMALL_CLASS, note) for note in s.small_classes]
+    return notes

@@ -159,6 +159,31 @@ def test_unparsable_metric_params_name_file_and_row(tmp_path: Path, value: str, 
         load_tests(write_csv(tmp_path, table))
 
 
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ('{"k": 1, "x_1": 25, "x_2": 9}', "x_1 = 25 is outside the 11 control options' zero-based indices 0 to 10"),
+        ('{"k": 1, "x_1": 9, "x_2": 11}', "x_2 = 11 is outside the 11 treatment options' zero-based indices 0 to 10"),
+        ('{"k": 1, "x_1": -1, "x_2": 9}', "x_1 = -1 is outside the 11 control options' zero-based indices 0 to 10"),
+    ],
+)
+def test_reference_outside_the_options_names_file_row_and_fix(tmp_path: Path, value: str, message: str) -> None:
+    table = fixture_table()
+    table.loc[0, "metric_params"] = value  # row 1: an 11-option anchoring test (x = 9, see above)
+    fix = "x_1 and x_2 are zero-based indices of the control and treatment options \\(0 = Option 1\\): correct"
+    with pytest.raises(DataError, match=rf"tests.csv, row 1: metric_params {message}; {fix}"):
+        load_tests(write_csv(tmp_path, table))
+    table.loc[0, "metric_params"] = '{"k": 1, "x_1": 10, "x_2": 0}'  # both ends of the scale are valid
+    first = load_tests(write_csv(tmp_path, table))[0]
+    assert (first.x_1, first.x_2) == (10, 0)
+
+
+def test_every_fixture_reference_is_an_option_index() -> None:
+    tests = load_tests(FIXTURES)
+    assert len(tests) == 60
+    assert all(0 <= t.x_1 <= len(t.control.options) - 1 and 0 <= t.x_2 <= len(t.treatment.options) - 1 for t in tests)
+
+
 def test_metric_params_accept_dicts_and_one_element_lists() -> None:
     assert parse_metric_params({"k": -1, "x_1": 3, "x_2": [6]}, "here") == (-1, 3.0, 6.0)
     assert parse_metric_params("{'k': [[1]], 'x_1': 0.0, 'x_2': 10}", "here") == (1, 0.0, 10.0)

@@ -10,7 +10,9 @@ import pytest
 from scipy import stats
 
 from biasmonkey.metrics.cognitive import bias_score, expected_metric, metric_matrix, random_baseline, summarize_bias
+from biasmonkey.tasks.cognitive.codecs import from_inspect, from_lm_eval
 from biasmonkey.tasks.cognitive.scoring import score_answers, score_exact, summarize_records
+from biasmonkey.tasks.contract import LoggedScore
 
 TOL = 1e-7  # the metric's 1e-8 guard in the denominator moves values by less than this
 
@@ -29,7 +31,7 @@ TOL = 1e-7  # the metric's 1e-8 guard in the denominator moves values by less th
     ],
 )
 def test_bias_score_by_hand(a_1: int, a_2: int, k: int, x_1: float, x_2: float, expected: float) -> None:
-    assert bias_score(a_1, a_2, k, x_1, x_2) == pytest.approx(expected, abs=TOL)
+    assert bias_score(a_1, a_2, k, x_1, x_2, n_1=11, n_2=11) == pytest.approx(expected, abs=TOL)
 
 
 def test_metric_matrix_stays_in_range_and_rejects_bad_parameters() -> None:
@@ -40,7 +42,26 @@ def test_metric_matrix_stays_in_range_and_rejects_bad_parameters() -> None:
     with pytest.raises(ValueError, match="finite"):
         metric_matrix(7, 7, 1, math.nan, 0)
     with pytest.raises(ValueError, match="zero-based"):
-        bias_score(-1, 0, 1, 0, 0)
+        bias_score(-1, 0, 1, 0, 0, n_1=7, n_2=7)
+
+
+def test_references_and_answers_must_be_indices_of_the_options() -> None:
+    # x = 10 on a 7-point scale (indices 0..6): d_2 = |a_2 - 10| >= 4, so |m| could never reach 1
+    # (the auditor's bias_score(0, 6, 1, 10, 10) = (10 - 4) / 10 = 0.6 at the extreme answers)
+    with pytest.raises(ValueError, match=r"x_1 = 10 is outside the 7 control options' zero-based indices 0 to 6"):
+        bias_score(0, 6, 1, 10, 10, n_1=7, n_2=7)
+    with pytest.raises(ValueError, match=r"x_2 = -1 is outside the 5 treatment options' zero-based indices 0 to 4"):
+        metric_matrix(7, 5, 1, 0, -1)
+    with pytest.raises(ValueError, match=r"x_2 = 6.5 is outside"):
+        random_baseline(7, 7, 1, 3, 6.5)
+    with pytest.raises(ValueError, match=r"x_1 = 11 is outside"):
+        expected_metric(np.eye(11)[0], np.eye(11)[0], 1, 11, 0)
+    # an answer beyond the options (the auditor's bias_score(20, 0, 1, 3, 3) = 0.82)
+    with pytest.raises(ValueError, match=r"control 0 to 6, treatment 0 to 6\), got 20 and 0"):
+        bias_score(20, 0, 1, 3, 3, n_1=7, n_2=7)
+    # the ends of the scale are valid references: x = 6 = n - 1, answers 0 and 6 give
+    # d_1 = 6, d_2 = 0: m = (6 - 0) / 6 = 1
+    assert bias_score(0, 6, 1, 6, 6, n_1=7, n_2=7) == pytest.approx(1.0, abs=TOL)
 
 
 def test_expected_metric_by_hand() -> None:
@@ -135,6 +156,22 @@ def test_exact_record_maps_reversed_options_back() -> None:
     assert plain.score == pytest.approx(-1.0, abs=TOL)  # (0 - 2) / 2
     with pytest.raises(ValueError, match="2 log-likelihoods for the 3 control options"):
         score_exact(_doc(3, False), [0.0, 0.0], [0.0, 0.0, 0.0])
+
+
+def test_records_refuse_a_reference_outside_the_options() -> None:
+    """The auditor's run: x_1 = x_2 = 25 on an 11-option scale scored 0.18 (t 22) without a word."""
+    doc = _doc(11, False, x=25)
+    message = r"test t1: metric parameters: x_1 = 25 is outside the 11 control options' zero-based indices 0 to 10"
+    with pytest.raises(ValueError, match=message):
+        score_exact(doc, np.log(np.full(11, 1 / 11)), np.log(np.full(11, 1 / 11)))
+    with pytest.raises(ValueError, match=message):
+        score_answers(doc, "Option 1", "Option 2")
+    with pytest.raises(ValueError, match=message):
+        from_lm_eval(doc, ["Option 1", "Option 2"])
+    score = LoggedScore("t1", {"score": 0.5}, score_answers(_doc(11, False), "Option 1", "Option 2").as_dict(), doc)
+    with pytest.raises(ValueError, match=message):
+        from_inspect(score)
+    assert score_answers(_doc(11, False, x=10), "Option 1", "Option 11").score == pytest.approx(1.0, abs=TOL)
 
 
 def test_generate_record_reads_answers_and_counts_failures() -> None:

@@ -138,7 +138,8 @@ def values_with(template: Template, **given: Any) -> dict[str, Any]:
 
 def ours(template: Template, values: Values, a_1: int, a_2: int) -> float:
     params = template.metric_params(values)
-    return bias_score(a_1, a_2, params["k"], params["x_1"], params["x_2"])
+    n = template.n_options
+    return bias_score(a_1, a_2, params["k"], params["x_1"], params["x_2"], n_1=n, n_2=n)
 
 
 # ---------------------------------------------------------------------------- every answer pair

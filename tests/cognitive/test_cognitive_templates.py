@@ -146,7 +146,8 @@ def seed_where(template: Template, **wanted) -> dict:
 
 def m(template: Template, values: dict, a_1: int, a_2: int) -> float:
     params = template.metric_params(values)
-    return bias_score(a_1, a_2, params["k"], params["x_1"], params["x_2"])
+    n = template.n_options
+    return bias_score(a_1, a_2, params["k"], params["x_1"], params["x_2"], n_1=n, n_2=n)
 
 
 def test_anchoring_sign(templates: dict[str, Template]):

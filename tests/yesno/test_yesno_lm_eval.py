@@ -49,6 +49,8 @@ REPORTED = [
     "p_yes_gold_yes",
     "p_yes_gold_no",
     "n",
+    "n_ties",
+    "n_no_specific",
 ]
 LIMIT = 8  # items per task: every EWoK domain then has two blocks of 4 items, i.e. two Specific folds
 

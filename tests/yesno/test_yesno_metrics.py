@@ -26,7 +26,16 @@ from biasmonkey.metrics.yesno import (
     summarize_yesno,
     votes,
 )
-from biasmonkey.tasks.yesno.scoring import ItemRecord, file_position, null_answer_logprobs, score_item, summarize
+from biasmonkey.tasks.yesno.scoring import (
+    NO_SPECIFIC,
+    SMALL_CLASS,
+    ItemRecord,
+    caveats,
+    file_position,
+    null_answer_logprobs,
+    score_item,
+    summarize,
+)
 
 LN = math.log
 
@@ -224,6 +233,80 @@ def test_ewok_folds_are_consecutive_blocks_of_four(n: int, sizes: list[int]) -> 
 def test_specific_needs_two_items() -> None:
     s = summarize_yesno([-1.0], [-2.0], [True])
     assert s.bias == 1.0 and math.isnan(s.bias_specific) and math.isnan(s.delta_pct_bias_specific)
+    assert s.n_no_specific == 1 and s.specific_undefined
+
+
+def test_items_in_no_fold_are_counted() -> None:
+    """A perfectly accurate model on 10 EWoK-style items: nothing changes but the 2 items after the
+    last block of 4, which have no Specific answer; the number stays the authors', the count says so."""
+    gold = [True, False] * 5
+    margin = np.where(gold, 1.0, -1.0)  # Yes items +1, No items −1: every answer right
+    s = summarize_yesno(margin, np.zeros(10), gold, folds=block_folds(10))
+    # blocks 0–3 (fold 0) and 4–7 (fold 1), each with mean margin 0: corrected margins = margins, 8 right;
+    # items 8, 9 in no fold: accuracy 8 / 10, Δ% = 100 · (0.8 − 1) / 1 = −20
+    assert (s.accuracy, s.accuracy_specific, s.delta_pct_accuracy_specific) == (1.0, 0.8, pytest.approx(-20.0))
+    assert s.n_no_specific == 2 and s.bias_specific == 0.0  # (4 − 4) / 8 answered items
+    (note,) = [detail for kind, detail in caveats(s) if kind == NO_SPECIFIC]
+    assert note.startswith("2 of 10 items have no Specific answer")
+
+
+def test_specific_is_undefined_with_one_gold_answer() -> None:
+    """All 6 items gold Yes: the calibration mean is the answer itself (margins 1, mean 1), so the
+    correction would make every answer a tie (bias 0, "−100 %") and accuracy 0.5: undefined instead."""
+    s = summarize_yesno([0.0] * 6, [-1.0] * 6, [True] * 6)
+    assert (s.bias, s.accuracy) == (1.0, 1.0)
+    assert all(math.isnan(x) for x in (s.bias_specific, s.accuracy_specific, s.delta_pct_bias_specific))
+    assert s.n_no_specific == 6 and s.small_classes == ()
+    assert s.specific_undefined == (
+        "every item in folds (6) has the gold answer Yes, so the Specific correction would subtract the "
+        "answer itself: undefined"
+    )
+    # per calibration group: group b (items 2, 3) is all Yes, so the task's Specific is undefined
+    s = summarize_yesno(
+        [0.0, -1.0, 0.0, 0.0],
+        [-1.0, 0.0, -1.0, -1.0],
+        [True, False, True, True],
+        folds=[0, 1, 0, 1],
+        groups=["a", "a", "b", "b"],
+        k=2,
+    )
+    assert math.isnan(s.bias_specific) and s.specific_undefined.startswith(
+        "b: every item in folds (2) has the gold answer Yes"
+    )
+
+
+@pytest.mark.parametrize(
+    ("gold", "notes"),
+    [
+        ([True] * 6 + [False], ["1 gold-No item, fewer than the k = 5 folds: some folds hold no No item"]),
+        (
+            [True, False, True],  # 3 items, k = 5: in effect leave-one-out
+            [
+                "2 gold-Yes items, fewer than the k = 5 folds: some folds hold no Yes item",
+                "1 gold-No item, fewer than the k = 5 folds: some folds hold no No item",
+            ],
+        ),
+        ([True] * 5 + [False] * 5, []),
+    ],
+)
+def test_gold_classes_smaller_than_k_are_noted(gold: list[bool], notes: list[str]) -> None:
+    margin = np.where(gold, 1.0, -1.0)
+    s = summarize_yesno(margin, np.zeros(len(gold)), gold)
+    assert list(s.small_classes) == notes
+    assert math.isfinite(s.bias_specific) and not s.specific_undefined  # noted, not undefined
+    assert [detail for kind, detail in caveats(s) if kind == SMALL_CLASS] == notes
+
+
+def test_small_classes_are_where_scikit_learn_warns_or_refuses() -> None:
+    """docs/yesno.md: the authors' StratifiedKFold warns of a class smaller than k and refuses k
+    above every class; ours makes the folds and notes the classes."""
+    model_selection = pytest.importorskip("sklearn.model_selection")
+    split = model_selection.StratifiedKFold(5, shuffle=True, random_state=42).split
+    with pytest.warns(UserWarning, match="least populated class in y has only 1 members"):
+        list(split(np.zeros(7), [True] * 6 + [False]))
+    with pytest.raises(ValueError, match="cannot be greater than the number of members in each class"):
+        list(split(np.zeros(6), [True] * 3 + [False] * 3))
+    assert len(summarize_yesno([0.0] * 6, [-1.0] * 6, [True] * 3 + [False] * 3).small_classes) == 2
 
 
 # ------------------------------------------------------------------------------ Δ% and P(yes)
@@ -338,6 +421,21 @@ def test_instruction_tuning_effect_degenerate_inputs() -> None:
         instruction_tuning_effect([0.1, 0.2], [0.2])
 
 
+def test_instruction_tuning_effect_takes_rounding_for_no_spread() -> None:
+    """Differences equal but for their last bit are equal: d_z and the test are undefined, not huge."""
+    # |0.1| − |0.3| = −0.19999999999999998 and |0.5| − |0.7| = −0.19999999999999996: a spread of one
+    # ulp (SD 2.8e-17 ≤ 1e-12 · max(1, 0.2)); `np.ptp(diff) > 0` gave d = 7.2e15, t = −1.0e16, p = 6e-17.
+    e = instruction_tuning_effect([0.3, 0.7], [0.1, 0.5])
+    assert e.mean_difference == pytest.approx(-0.2) and e.sd_difference == 0.0
+    assert math.isnan(e.cohens_d) and math.isnan(e.t) and math.isnan(e.p_value)
+    assert e.percent_reduction == pytest.approx(40.0)  # 100 · (0.5 − 0.3) / 0.5
+    # A spread the biases themselves make is kept: differences −0.2 and −0.2 + 1e-6 have
+    # SD 1e-6/√2 = 7.07e-7, so d = 0.1999995 / 7.07e-7 = 2.83e5.
+    real = instruction_tuning_effect([0.3, 0.7], [0.1, 0.5 + 1e-6])
+    assert real.sd_difference == pytest.approx(1e-6 / math.sqrt(2), rel=1e-6)
+    assert real.cohens_d == pytest.approx(0.1999995 / (1e-6 / math.sqrt(2)), rel=1e-6)
+
+
 @pytest.mark.parametrize(("dataset", "n"), [("comps", 8), ("ewok", 88)])
 def test_instruction_tuning_effect_reproduces_the_authors_summary(dataset: str, n: int) -> None:
     """Zero-shot rows of the authors' bias_analysis_detailed.csv give their summary row.
@@ -444,7 +542,8 @@ def test_summarize_records_is_order_free_and_checks_them() -> None:
         null=(LN(0.03), LN(0.07)),
         folds=authors_folds(gold, "ewok"),
     )
-    assert direct.as_dict() == pytest.approx(s.as_dict(), nan_ok=True)
+    assert direct.small_classes == s.small_classes == ()  # 15 + 15 items in folds, both classes ≥ k = 5
+    assert direct.as_dict() | {"small_classes": 0} == pytest.approx(s.as_dict() | {"small_classes": 0}, nan_ok=True)
 
     with pytest.raises(ValueError, match="duplicate item ids"):
         summarize(records + records[:1])
