@@ -290,7 +290,8 @@ class Family(Generic[R]):
     # A family whose task table lists none (any task of a kind can be wrapped): how its tasks are named and run.
     open_tasks: str = ""
     # Its table in `biasmonkey summarize`, from the records of each task (in the suite's order), the
-    # tasks' run options (`run_options`) and names (`tasks`) and the options `summarize` was given;
+    # tasks' run options (`run_options`), names (`tasks`) and harnesses (`harnesses`: "lm_eval" or
+    # "inspect") and the options `summarize` was given (a hook takes the keywords it needs: `**_`);
     # None: one row per task of the metrics it reports.
     summary_table: Callable[..., SummaryTable] | None = None
     # Its pinned upstream files (`tasks.fetch.PinnedFile`s), for `biasmonkey data fetch` / `status`.

@@ -351,7 +351,12 @@ def model_pair_rows(pairs: Sequence[tuple[CompareRun, CompareRun]], common_items
         problems += [p for c in covers for p in c.problems]
         notes += [n for c in covers for n in c.notes]
         units = hooks(family).unit_biases
-        biases = [(units(_kept(a, family, c.ids)), units(_kept(b, family, c.ids))) for (a, b), c in zip(pairs, covers)]
+        kept = [(_kept(a, family, c.ids), _kept(b, family, c.ids)) for (a, b), c in zip(pairs, covers)]
+        biases = [(units(a), units(b)) for a, b in kept]
+        caveats = getattr(hooks(family), "bias_caveats", None)  # e.g. yes-no's exact ties
+        if caveats is not None:
+            seen = {id(r): (r, records) for pair, kept_pair in zip(pairs, kept) for r, records in zip(pair, kept_pair)}
+            notes += [f"{run.label}: {line}" for run, records in seen.values() for line in caveats(records)]
         family_rows, left = pair_effects(biases, getattr(hooks(family), "PAIR_UNIT", "task"))
         rows += [{"family": family.name} | r for r in family_rows]
         only = sorted({t for pair in pairs for r in pair for t in r.tasks(family)} - set(tasks))

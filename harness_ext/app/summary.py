@@ -91,6 +91,7 @@ def family_table(family: Family, outputs: Sequence[TaskOutput], **options: Any) 
         [out.read_records() for out in outputs],
         run_options=[out.options for out in outputs],
         tasks=[out.task for out in outputs],
+        harnesses=[out.contract_harness for out in outputs],
         **options,
     )
 

@@ -187,3 +187,21 @@ def test_a_row_without_a_test_is_neither_significant_nor_not(tmp_path: Path) -> 
     saved = {(r["task"], r["measure"]): r for r in json.loads((tmp_path / "compare.json").read_text())["rows"]}
     assert saved[ACQ, "delta"]["significant"] is None and saved[ACQ, "delta"]["p_adjusted"] is None
     assert saved["(run)", "human_likeness"]["significant"] is None and saved[typo, "delta"]["significant"] is True
+
+
+def test_model_pairs_name_yes_no_ties() -> None:
+    """`compare --pairs`: a run whose yes-no answers are exact ties (yes == no) has bias 0 without
+    saying anything; its pair notes say so (one line per run and task, as yesno-compare does)."""
+    from records import yesno_item
+
+    from biasmonkey.harness_ext.app.compare import model_pair_rows
+
+    comps = "biasmonkey_yesno_comps"
+    gold = ["Yes", "No"] * 2
+    tied = run("tied", {comps: [yesno_item(i, g, -1.0, -1.0) for i, g in enumerate(gold)]})
+    leaning = run("leaning", {comps: [yesno_item(i, g, -1.0, -3.0) for i, g in enumerate(gold)]})
+    others = [run(n, {comps: [yesno_item(i, g, -2.0, -1.0) for i, g in enumerate(gold)]}) for n in ("c", "d")]
+    rows, notes = model_pair_rows([(tied, leaning), (others[0], others[1])], common_items=False)
+    (line,) = [n for n in notes if "exact ties" in n]  # none for the runs without ties
+    assert line.startswith(f"tied: {comps}: 4 of 4 answers are exact ties (yes == no")
+    assert rows  # the comparison itself is still made

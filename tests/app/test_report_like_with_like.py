@@ -210,8 +210,8 @@ def test_yesno_sentence_counts_the_items() -> None:
     sentence = yesno_report.summary_sentence({"model": "m1", **summary}, tables)
     assert (
         sentence
-        == "Yes-no bias (mean over 1 task, 0 = unbiased): +1.00, +0.00 after the Specific correction (this run: 3 items)."
-    )
+        == "Yes-no bias (mean over 1 task, 0 = unbiased): +1.00, n/a after the Specific correction (this run: 3 items)."
+    )  # (all 3 gold yes: one gold answer leaves the Specific correction undefined, not a bias of 0)
     authors = pd.DataFrame([{"task": "yesno_comps", "model": "a", "bias": 0.2}])
     sentence = yesno_report.summary_sentence({"model": "m1", **summary}, {**tables, "yesno_authors": authors})
     assert (

@@ -100,7 +100,7 @@ def test_the_run_flags_name_the_families_they_apply_to() -> None:
     assert all(" | " not in text for text in helps.values())
 
 
-@pytest.mark.parametrize("family", ["answer_position", "mc_position"])
+@pytest.mark.parametrize("family", ["yesno", "answer_position", "mc_position"])
 def test_a_seed_outside_numpy_s_range_is_refused_by_name(family: str) -> None:
     """np.random.seed / RandomState take 0 … 2**32 − 1; a larger seed failed after the model had run."""
     from biasmonkey.tasks.families import FAMILIES
