@@ -19,7 +19,9 @@ Any model name is accepted (`model` is only what GET /v1/models lists). It liste
   from (prompt, token) by `logprob`, and a valid distribution (they sum to at most 1).
 - any other `POST /v1/completions` (generation): `text` (default " A"), deterministic; with
   `n: k` it answers k choices (indices 0 … k-1), unless `honor_n=False` (as llama.cpp: one).
-- `GET /v1/models`: the served model `model`.
+- `GET /v1/models`: the served model `model`, with the fields of `model_card` if given (a dict, or a
+  function called for each GET that returns one; e.g. vLLM's `root`, `created`, `permission`).
+- `GET /props` (the server's root, as llama.cpp's server): `props` if given (a dict), else HTTP 404.
 - `GET /metrics` (the server's root, as vLLM's Prometheus metrics): the text `metrics` if given
   (a str, or a function called for each GET that returns one), else HTTP 404.
 
@@ -36,6 +38,10 @@ Faults (constructor arguments, also plain attributes that a test may change betw
   JSON, a str as is), before any other fault.
 - `fail_after=k`: after k good answers every POST fails, as `failure` says: "500" (HTTP 500),
   "drop" (the connection is closed without an answer) or "hang" (never answered).
+- `swap_after=k`: after k good answers the server serves `swapped_model` (default "model-B"): the
+  `model` of its answers and of `GET /v1/models` (as a server restarted with other weights).
+- `trickle=s`: every request (any path) gets HTTP 200 headers at once, then a 2-byte chunk every s
+  seconds, never the end (until the client hangs up or the server closes).
 - `bad_logprob=x`: scoring answers (`max_tokens: 1` with `logprobs`) with every log-probability
   set to x: `POSITIVE_LOGPROB` (+2.5, a probability above 1) or `NAN_LOGPROB` (sent as the JSON
   `NaN` that Python and some servers write); after `bad_after` good answers (default 0), for
@@ -103,6 +109,11 @@ class FaultServer:
         text: str = " A",
         honor_n: bool = True,
         metrics: str | Callable[[], str] | None = None,
+        model_card: dict[str, Any] | Callable[[], dict[str, Any]] | None = None,
+        props: dict[str, Any] | None = None,
+        swap_after: int | None = None,
+        swapped_model: str = "model-B",
+        trickle: float | None = None,
         bad_logprob: float | None = None,
         bad_after: int = 0,
         bad_answers: int = FOREVER,
@@ -112,6 +123,8 @@ class FaultServer:
         self.delay, self.require_key, self.script = delay, require_key, list(script or [])
         self.model, self.text = model, text
         self.honor_n, self.metrics = honor_n, metrics
+        self.model_card, self.props, self.trickle = model_card, props, trickle
+        self.swap_after, self.swapped_model = swap_after, swapped_model
         self.bad_logprob, self.bad_after, self.bad_answers = bad_logprob, bad_after, bad_answers
         self.bad_prompts: list[str] = []  # prompts answered with `bad_logprob`
         self.requests: list[Recorded] = []
@@ -160,7 +173,10 @@ class FaultServer:
                 return 401, {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error"}}
             if record.method == "GET":
                 if record.path.rstrip("/") == "/v1/models":
-                    return 200, {"object": "list", "data": [{"id": self.model, "object": "model"}]}
+                    card = self.model_card() if callable(self.model_card) else self.model_card
+                    return 200, {"object": "list", "data": [{"id": self._serving(), "object": "model", **(card or {})}]}
+                if record.path.rstrip("/") == "/props" and self.props is not None:
+                    return 200, self.props
                 if record.path.rstrip("/") == "/metrics" and self.metrics is not None:
                     return 200, self.metrics() if callable(self.metrics) else self.metrics
                 return 404, {"error": f"no route {record.path}"}
@@ -185,9 +201,15 @@ class FaultServer:
                 if self.failure == "500":
                     return 500, {"error": "internal server error (injected)"}
                 return None, self.failure
+            answer = self._completion(record.body)
             self.answered += 1
             self.answered_prompts.append(str(record.body.get("prompt", "")))
-            return 200, self._completion(record.body)
+            return 200, answer
+
+    def _serving(self) -> str:
+        """The model served now: `model`, or `swapped_model` after `swap_after` good answers (lock held)."""
+        swapped = self.swap_after is not None and self.answered >= self.swap_after
+        return self.swapped_model if swapped else self.model
 
     def _gives_bad_logprobs(self, body: dict[str, Any]) -> bool:
         """A scoring request that gets `bad_logprob` (called with the lock held)."""
@@ -196,7 +218,7 @@ class FaultServer:
         return self.bad_logprob is not None and scoring and due
 
     def _completion(self, body: dict[str, Any], bad: float | None = None) -> dict[str, Any]:
-        """A normal answer; with `bad`, every log-probability of a scoring answer is that value."""
+        """A normal answer; with `bad`, every log-probability of a scoring answer is that value (lock held)."""
         prompt = str(body.get("prompt", ""))
         choice: dict[str, Any] = {"index": 0, "text": self.text, "finish_reason": "length", "logprobs": None}
         if body.get("max_tokens") == 1 and body.get("logprobs"):
@@ -207,7 +229,7 @@ class FaultServer:
             choice.update(text=best, logprobs={"tokens": [best], "token_logprobs": [top[best]], "top_logprobs": [top]})
         n = body.get("n") if self.honor_n and isinstance(body.get("n"), int) and body.get("n") > 1 else 1
         choices = [{**choice, "index": i} for i in range(n)]
-        return {"id": "cmpl-fault", "object": "text_completion", "model": self.model, "choices": choices}
+        return {"id": "cmpl-fault", "object": "text_completion", "model": self._serving(), "choices": choices}
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -240,6 +262,10 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             record = Recorded(self.command, self.path, body, headers)
             with server._lock:
                 server.requests.append(record)
+            if server.trickle is not None:
+                record.status = 200
+                self._trickle(server.trickle)
+                return
             if self.command == "POST" and server.delay:
                 server._closing.wait(server.delay)
             status, answer = server._plan(record)
@@ -255,6 +281,22 @@ def _handler(server: FaultServer) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
             self.wfile.write(data)
+
+        def _trickle(self, seconds: float) -> None:
+            """HTTP 200 headers at once, then a 2-byte chunk every `seconds`, never the end."""
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.close_connection = True
+            try:
+                while True:
+                    self.wfile.write(b"2\r\n#\n\r\n")
+                    self.wfile.flush()
+                    if server._closing.wait(seconds):
+                        return
+            except OSError:  # the client hung up
+                return
 
         def log_message(self, *args: Any) -> None:  # keep test output clean
             pass

@@ -7,10 +7,12 @@ checkpoint whose index parses and names only shards that are there (each checked
 or a non-empty `pytorch_model.bin` (sharded: every shard of its index). Nothing is loaded; a
 multi-gigabyte checkpoint costs a few small reads.
 
-A hub id must be in the Hugging Face cache, or the Hub must answer one bounded request for its
-`config.json` (a few seconds at most), so that a model that cannot be fetched fails now in one
-line, not after a minute of retries inside lm-eval. Each failure is a `ValueError` naming the
-option, the file and the fix.
+A hub id must be in the Hugging Face cache, or the Hub must answer one request for its
+`config.json`, so that a model that cannot be fetched fails now in one line, not after a minute of
+retries inside lm-eval. The request (with huggingface_hub's own lookups before it) runs in a
+daemon thread that gets `HUB_DEADLINE` seconds in all: huggingface_hub's timeouts bound each read,
+and a Hub (or proxy) that trickles its answer would otherwise hold the run forever. Each failure is
+a `ValueError` naming the option, the file and the fix.
 """
 
 from __future__ import annotations
@@ -18,10 +20,13 @@ from __future__ import annotations
 import json
 import os
 import struct
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HUB_TIMEOUT = 5.0  # seconds for the one request that tells whether the Hub has the model
+HUB_TIMEOUT = 5.0  # seconds for each read of the one request that tells whether the Hub has the model
+HUB_DEADLINE = 10.0  # seconds for that check in all
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
 PYTORCH_BIN = "pytorch_model.bin"
@@ -154,7 +159,16 @@ def check_hub_model(model: str, flag: str = "--model") -> None:
             "download it first or give a local folder"
         )
     try:
-        get_hf_file_metadata(hf_hub_url(model, "config.json"), timeout=HUB_TIMEOUT)
+        _within_deadline(lambda: get_hf_file_metadata(hf_hub_url(model, "config.json"), timeout=HUB_TIMEOUT))
+    except HubDeadline:
+        from huggingface_hub import constants
+
+        raise ValueError(
+            f"{flag} {model}: not a local folder nor in the Hugging Face cache, and the Hub ({constants.ENDPOINT}) "
+            f"did not answer within {HUB_DEADLINE:g} s whether it has the model (its config.json), so the run "
+            f"stops before it starts. A model in the cache skips this check: download it first (`hf download "
+            f"{model}`), or give a local folder"
+        ) from None
     except errors.GatedRepoError:
         raise ValueError(
             f"{flag} {model}: a gated model; accept its licence on the Hub and log in (hf auth login), "
@@ -174,3 +188,27 @@ def check_hub_model(model: str, flag: str = "--model") -> None:
             f"{flag} {model}: not a local folder, not in the Hugging Face cache, and the Hub cannot be reached "
             f"({reason}); download it first or give a local folder"
         ) from None
+
+
+class HubDeadline(Exception):
+    """The Hub check ran past `HUB_DEADLINE`."""
+
+
+def _within_deadline(call: Callable[[], object]) -> None:
+    """`call()` in a daemon thread, given `HUB_DEADLINE` seconds in all: its exception is raised here,
+    and HubDeadline when it has not returned by then (the thread is left to end with the process)."""
+    raised: list[BaseException] = []
+    finished = threading.Event()
+
+    def run() -> None:
+        try:
+            call()
+        except BaseException as err:  # noqa: BLE001 - handed to the caller
+            raised.append(err)
+        finished.set()
+
+    threading.Thread(target=run, name="hub-check", daemon=True).start()
+    if not finished.wait(HUB_DEADLINE):
+        raise HubDeadline
+    if raised:
+        raise raised[0]

@@ -142,6 +142,9 @@ def model_identity(args: argparse.Namespace, model_path: str | None) -> dict[str
         identity.update(
             base_url=args.base_url, model=args.server_model, tokenizer=args.tokenizer, top_logprobs=args.top_logprobs
         )
+        # what the server says it serves (`run_suite` asks it once): another model behind the same URL
+        # and name is another cache
+        identity["served"] = getattr(args, "served_identity", None)
     else:
         local = Path(model_path or "")
         identity.update(model=str(local.resolve()) if local.exists() else model_path, dtype=args.dtype)
@@ -445,6 +448,10 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     )
     # One run per output folder, from here on: a live run's folder is refused (a dead one's lock is free).
     lock = held.enter_context(output_lock(args.output))
+    if args.backend == "server":
+        from biasmonkey.harness_ext.lm_eval.backends.served import served_model_identity
+
+        args.served_identity = served_model_identity(args.base_url, args.api_key_env)
     cache = cache_path(args, model_path) if uses_cache(args) else None
     cache_files = list(cache.parent.glob(f"{cache.name}_rank*.db")) if cache else []
     if args.resume and not cache_files:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import json
+import re
 import shutil
 import sqlite3
 from pathlib import Path
@@ -140,3 +141,30 @@ def test_summarize_keeps_models_and_tests_files_apart(runs: dict[str, Path], tmp
     }
     assert anchoring == {k: pytest.approx(v) for k, v in _logged(runs["out"], "cognitive_anchoring").items()}
     assert len(anchoring) == 3  # the first model on tests A and on tests B, the second on tests A
+
+
+def test_resume_refuses_a_server_that_now_serves_other_weights(
+    tiny_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture
+) -> None:
+    """A served run that failed midway resumes from its cache only while the server at the same URL
+    and name says it serves the same weights (its /v1/models entry): not after a restart on another
+    file, which would mix two models' answers in one table."""
+    from fault_server import FaultServer
+
+    card = {"owned_by": "llamacpp", "root": "/models/a.gguf"}
+    out = tmp_path / "out"
+    with FaultServer(model="m", fail_after=3, model_card=lambda: dict(card)) as server:
+        argv = ["run", "--backend", "server", "--base-url", server.url, "--server-model", "m"]
+        argv += ["--tokenizer", str(tiny_model), "--tasks", "biasmonkey_odd_even", "--limit", "3"]
+        argv += ["--max-retries", "0", "--num-concurrent", "1", "--output", str(out)]
+        assert main(argv) != 0  # the server fails after 3 prompts
+        assert "continue" in capfd.readouterr().err
+        server.fail_after = None
+        card["root"] = "/models/b.gguf"  # restarted on other weights, same URL and name
+        assert main([*argv, "--resume"]) == 2
+        assert "--resume: no request cache at" in capfd.readouterr().err
+        answered = server.answered
+        card["root"] = "/models/a.gguf"  # the same weights again: resumes, sending only the rest
+        assert main([*argv, "--resume"]) == 0
+    cached = re.search(r"Cached requests: (\d+), Requests remaining: (\d+)", capfd.readouterr().err)
+    assert answered == 3 and int(cached.group(1)) > 0  # the 3 prompts' requests came from the cache

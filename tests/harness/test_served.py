@@ -49,12 +49,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def llama_server(*flags: str) -> Iterator[str]:
-    """llama.cpp's OpenAI-compatible server on the SmolLM2 GGUF; yields its /v1 URL."""
+def llama_server(*flags: str, model: Path | None = None, alias: str | None = "smollm2") -> Iterator[str]:
+    """llama.cpp's OpenAI-compatible server on a GGUF (default: SmolLM2's), served as `alias` (None:
+    under its path); yields its /v1 URL."""
     require_prerequisite("llama_cpp")
     require_prerequisite("smollm2")  # the GGUF it serves
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", "smollm2"]
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(model or gguf_path())]
+    command += ["--model_alias", alias] if alias else []
     command += ["--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1", *flags]
     # the server logs a lot: a pipe nobody reads would block it
     with tempfile.TemporaryFile("w+") as log:

@@ -26,10 +26,12 @@ tests/vllm_server.py's wait). Without .venv-vllm the tests skip, unless BIASMONK
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -43,7 +45,7 @@ from lm_eval.tasks import TaskManager
 from vllm_server import SERVED_NAME, metrics, vllm_server
 
 from biasmonkey.harness_ext.lm_eval.backends.hf_prefix import PrefixReuseHFLM
-from biasmonkey.harness_ext.lm_eval.backends.served import MAX_N, ServedLM
+from biasmonkey.harness_ext.lm_eval.backends.served import MAX_N, ServedLM, served_model_identity
 from biasmonkey.metrics.top_logprobs import logged_logprob
 
 REPO = Path(__file__).resolve().parents[2]
@@ -265,6 +267,16 @@ def test_cognitive_generate_matches_hf(server: str, hf: PrefixReuseHFLM, data_di
     texts = [s["filtered_resps"] for s in samples(served, tasks[0])]
     assert texts == [s["filtered_resps"] for s in samples(reference, tasks[0])]
     assert all(text.strip() for doc in texts for text in doc)
+
+
+def test_the_served_identity_is_the_name_and_the_weights_folder(server: str) -> None:
+    """vLLM's /v1/models entry gives `id` (the served name), `root` (the weights' folder), `parent`
+    and `owned_by`; its `created` and permission id, new at each request, are left out: asked again
+    more than a second later, the same identity."""
+    first = served_model_identity(server)
+    time.sleep(1.1)
+    card = {"id": SERVED_NAME, "owned_by": "vllm", "parent": None, "root": str(smollm2())}
+    assert served_model_identity(server) == first == json.dumps({"models": [card]}, separators=(",", ":"))
 
 
 def test_run_summary_states_the_prefix_cache_hit_rate(server: str, data_dir: Path, tmp_path: Path) -> None:

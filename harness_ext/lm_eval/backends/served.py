@@ -68,9 +68,10 @@ distinct token sequence, below).
   is asked again without it (not an attempt), and is not sent it again.
 - Prefix cache: before and after its requests the backend reads the server's Prometheus
   `/metrics` (vLLM: `vllm:prefix_cache_queries` and `vllm:prefix_cache_hits`, in prompt tokens;
-  2 s timeout, never an error), logs "prefix cache: X% of N prompt tokens hit" and adds the
-  difference to `self.prefix_cache` ({"queries", "hits"}; None where the server exposes no such
-  counters, e.g. llama.cpp). The counters are the server's: other clients' requests count too.
+  2 s in all and 8 MiB at most, never an error), logs "prefix cache: X% of N prompt tokens hit"
+  and adds the difference to `self.prefix_cache` ({"queries", "hits"}; None where the server
+  exposes no such counters, e.g. llama.cpp). The counters are the server's: other clients'
+  requests count too.
 
 Off the happy path:
 
@@ -79,10 +80,18 @@ Off the happy path:
   response is read, so a run that fails later resumes with only the missing prompts. After a
   request fails for good no new request starts; those in flight finish (and are cached), then the
   error is raised.
+- One model: every answer of a run must name (its `model` field) the model the first one named. An
+  answer from another model (a server restarted with other weights, several servers behind one URL)
+  stops the run with an error naming both, before it is scored or cached. Across runs,
+  `served_model_identity` (what `/v1/models` and llama.cpp's `/props` say of the weights, asked within
+  5 s in all) goes into the identity of `biasmonkey run`'s request cache, so that `--resume` against
+  other weights under the same URL and name finds no cache instead of mixing two models' answers.
 - Bounded waits: each attempt gets `timeout` seconds in all (connecting, queueing at the server,
-  reading), and a request gets `max_retries + 1` attempts, with a randomised exponential backoff
-  of at most min(0.5 * 2^i s, 10 s, timeout) between attempts i and i + 1. So a server that hangs
-  fails the run after about timeout * (max_retries + 1): 8 minutes with the defaults, 120 s and 3
+  reading: a server that trickles its answer byte by byte runs out of time too; `asyncio.wait_for`
+  around the whole request, as httpx's own timeout bounds each read), and a request gets
+  `max_retries + 1` attempts, with a randomised exponential backoff of at most
+  min(0.5 * 2^i s, 10 s, timeout) between attempts i and i + 1. So a server that hangs fails the
+  run after about timeout * (max_retries + 1): 8 minutes with the defaults, 120 s and 3
   retries, chosen to outlast a busy server's queue (a 1-token request takes well under a
   second on a GPU) without stalling an unattended run for half an hour. Raise `timeout` for slow
   generation (a CPU llama.cpp server writing `max_gen_toks` tokens for several concurrent
@@ -119,11 +128,13 @@ the count of such requests is logged (`truncation_cuts`).
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import math
 import os
 import random
 import re
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from functools import partial
 from typing import Any, TypeVar
@@ -157,7 +168,13 @@ STOP_BIAS = -100.0
 EXCERPT = 200  # characters of a malformed answer quoted in the error
 PROMPT_EXCERPT = 40  # characters of each end of a prompt named in an error
 MAX_N = 64  # sampled draws asked for in one request (`n`); more draws of a prompt make more requests
-METRICS_TIMEOUT = 2.0  # seconds for reading the server's /metrics
+METRICS_TIMEOUT = 2.0  # seconds for reading the server's /metrics, in all
+IDENTITY_TIMEOUT = 5.0  # seconds for asking the server what it serves (/v1/models, /props), in all
+MAX_ANSWER_BYTES = 8 * 2**20  # a /metrics, /v1/models or /props answer longer than this is not read
+# What a /v1/models entry says about the weights: the name, vLLM's `root` (the weights' path) and
+# `parent` (a LoRA's base), the engine (`owned_by`), llama.cpp's `meta` (vocabulary, parameter count,
+# size in bytes). Not `created` and `permission` (new at each request) nor `max_model_len` (a setting).
+IDENTITY_FIELDS = ("id", "root", "parent", "owned_by", "meta")
 METRIC_LINE = re.compile(r"\s*(?P<name>[A-Za-z_:][\w:]*)(?:\{.*\})?\s+(?P<value>\S+)")
 PREFIX_CACHE_COUNTERS = {"queries": "vllm:prefix_cache_queries", "hits": "vllm:prefix_cache_hits"}
 # Sampling from the model's own distribution, unless the task says otherwise: each field's values, in
@@ -350,20 +367,59 @@ def _cut(text: str, until: list[str]) -> str:
     return text
 
 
+class TooLong(ValueError):
+    """An answer longer than `MAX_ANSWER_BYTES` (not read further)."""
+
+
+def _server_root(base_url: str) -> str:
+    """The server's root: `base_url` without `/v1` (where vLLM's /metrics and llama.cpp's /props are)."""
+    return base_url.rstrip("/").removesuffix("/v1")
+
+
+def _auth(key: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"} if key else {}
+
+
+def get_text(url: str, timeout: float, headers: dict[str, str] | None = None) -> tuple[int, str]:
+    """GET `url`: (HTTP status, body). `timeout` bounds the whole exchange (connecting, waiting and
+    reading: httpx's own timeout bounds each read, so a server that trickles its answer would hold a
+    plain `httpx.get` forever); the body is read up to `MAX_ANSWER_BYTES`. Raises TimeoutError,
+    TooLong, or httpx's errors. For callers outside an event loop (it runs its own)."""
+
+    async def fetch() -> tuple[int, str]:
+        async with (
+            httpx.AsyncClient(timeout=timeout, headers=headers or {}) as client,
+            client.stream("GET", url) as response,
+        ):
+            body = bytearray()
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > MAX_ANSWER_BYTES:
+                    raise TooLong(f"{url} answered more than {MAX_ANSWER_BYTES:,} bytes")
+            return response.status_code, body.decode("utf-8", "replace")
+
+    async def within() -> tuple[int, str]:
+        try:
+            return await asyncio.wait_for(fetch(), timeout)
+        except asyncio.TimeoutError:
+            raise TimeoutError(f"{url} gave no whole answer within {timeout:g} s") from None
+
+    return asyncio.run(within())
+
+
 def read_prefix_cache(
     base_url: str, timeout: float = METRICS_TIMEOUT, headers: dict[str, str] | None = None
 ) -> dict[str, float] | None:
     """A vLLM server's prefix-cache counters from its Prometheus `/metrics` (at the server's root:
     `base_url` without `/v1`): {"queries": prompt tokens looked up, "hits": those found}, summed over
     the counters' labels (engines, models). None if the server does not expose them, or does not
-    answer within `timeout` seconds; never raises."""
-    root = base_url.rstrip("/").removesuffix("/v1")
+    answer in full within `timeout` seconds in all (logged); never raises."""
     try:
-        response = httpx.get(f"{root}/metrics", timeout=timeout, headers=headers or {})
-        if response.status_code != 200:
+        status, text = get_text(f"{_server_root(base_url)}/metrics", timeout, headers)
+        if status != 200:
             return None
         totals: dict[str, float] = {}
-        for line in response.text.splitlines():
+        for line in text.splitlines():
             sample = METRIC_LINE.match(line)  # name{labels} value [timestamp]; comments do not match
             if sample is None:
                 continue
@@ -374,8 +430,60 @@ def read_prefix_cache(
         if set(totals) != set(PREFIX_CACHE_COUNTERS):
             return None
         return totals
+    except (TimeoutError, TooLong) as err:
+        log.warning(f"prefix cache: not measured, {err}")
+        return None
     except Exception:  # noqa: BLE001 - a number for the log, never a reason to fail the run
         return None
+
+
+def _ask_json(url: str, timeout: float, headers: dict[str, str]) -> tuple[Any, str | None]:
+    """(the JSON of an HTTP 200 answer, None), or (None, what went wrong); never raises."""
+    if timeout <= 0:
+        return None, f"{url}: no time left"
+    try:
+        status, text = get_text(url, timeout, headers)
+        if status != 200:
+            return None, f"{url}: HTTP {status}"
+        return json.loads(text), None
+    except (TimeoutError, TooLong) as err:  # (their messages name the URL)
+        return None, str(err)
+    except ValueError:
+        return None, f"{url}: not JSON"
+    except Exception as err:  # noqa: BLE001 - refused connections, …
+        return None, f"{url}: {err or repr(err)}"
+
+
+def served_model_identity(
+    base_url: str, api_key_env: str | None = None, timeout: float = IDENTITY_TIMEOUT
+) -> str | None:
+    """What the server at `base_url` (its `/v1` URL) says it serves, as a string that is the same
+    across restarts of the same model and differs for other weights, for the identity of a run's
+    request cache: the `IDENTITY_FIELDS` of each `/v1/models` entry (vLLM: served name, weights
+    path; llama.cpp's server: name, and the weights' vocabulary, parameter count and size) and
+    llama.cpp's `/props` `model_path`. Asked with the key in `$api_key_env` (default
+    $BIASMONKEY_API_KEY), within `timeout` seconds in all. None, with a warning, where the server
+    says nothing of it (no such endpoints, no answer in time)."""
+    headers = _auth(os.environ.get(api_key_env or API_KEY_ENV))
+    deadline = time.monotonic() + timeout
+    said: dict[str, Any] = {}
+    listing, problem = _ask_json(f"{base_url.rstrip('/')}/models", timeout, headers)
+    entries = listing.get("data") if isinstance(listing, dict) else None
+    if isinstance(entries, list):
+        cards = [{k: e[k] for k in IDENTITY_FIELDS if k in e} for e in entries if isinstance(e, dict)]
+        said["models"] = sorted((c for c in cards if c), key=lambda c: json.dumps(c, sort_keys=True))
+    problem = problem or f"{base_url.rstrip('/')}/models lists no model"
+    props, _ = _ask_json(f"{_server_root(base_url)}/props", deadline - time.monotonic(), headers)
+    if isinstance(props, dict) and isinstance(props.get("model_path"), str):
+        said["model_path"] = props["model_path"]
+    if not said.get("models") and "model_path" not in said:
+        log.warning(
+            f"biasmonkey-server: the server at {base_url} does not say which model it serves ({problem}); "
+            "the request cache then knows it only by URL, name and tokenizer: resume only against the "
+            "same model"
+        )
+        return None
+    return json.dumps(said, sort_keys=True, separators=(",", ":"))
 
 
 def prefix_cache_hit_rate(base_url: str, timeout: float = METRICS_TIMEOUT) -> float | None:
@@ -442,6 +550,7 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
         self.sample_n = True  # the server answers `n` choices (until it shows it does not)
         self._neutral = {name: list(values) for name, values in NEUTRAL_FIELDS.items()}
         self._failures: list[Exception] = []
+        self.answering_model: str | None = None  # the `model` of the server's first answer (`_same_model`)
         self.reset_counters()
 
     @staticmethod
@@ -843,7 +952,9 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
                 status, message = response.status_code, response.text
                 if status == 200:
                     try:
-                        return read(response.json())
+                        body = response.json()
+                        self._same_model(body, url)
+                        return read(body)
                     except Unsupported as err:
                         raise self._error(f"{url}: HTTP 200, but {err}. {unsupported or ''}".rstrip()) from None
                     except Invalid as err:  # never scored, so never cached
@@ -874,6 +985,22 @@ class ServedLM(CacheFriendlyLM, TemplateLM):
                 )
             backoff = min(0.5 * 2 ** (attempt - 1), MAX_BACKOFF, self.timeout)
             await asyncio.sleep(backoff * random.uniform(0.5, 1.0))
+
+    def _same_model(self, body: Any, url: str) -> None:
+        """Every answer of a run must name the model its first answer named (its `model` field, where
+        given): one from another model (a server restarted with other weights, several servers behind
+        one URL) stops the run, before that answer is scored or cached."""
+        named = body.get("model") if isinstance(body, dict) else None
+        if not isinstance(named, str) or not named:
+            return
+        if self.answering_model is None:
+            self.answering_model = named
+        elif named != self.answering_model:
+            raise self._error(
+                f"{url}: the served model changed during the run: this answer is from model {named!r}, the "
+                f"earlier ones from {self.answering_model!r}. Scores of two models would be mixed, so the run "
+                "stops (this answer is not cached). Serve one model at this URL and run again"
+            )
 
     def _refusal(self) -> str:
         """Why the server refused us, in words: no key, or which key."""
