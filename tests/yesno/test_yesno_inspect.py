@@ -186,7 +186,7 @@ def test_task_parameters_are_validated() -> None:
     for option, bad, message in [
         ("top_logprobs", 0, "option top_logprobs=0 must be a positive integer"),
         ("k", 1, "option k=1 must be at least 2"),
-        ("seed", "x", "option seed='x' must be a non-negative integer"),
+        ("seed", "x", "option seed='x' must be an integer from 0 to 4,294,967,295"),
         (
             "null_prompt",
             {"Q": None},
