@@ -23,7 +23,9 @@ so that no reader mixes two models or two settings of one model. The settings of
   one has the model of its folder and the settings "settings=unknown");
 - Inspect: the model's and the eval's generate config (temperature, seed, …; not the connection
   settings; its `system_message` is lm-eval's `system_instruction`), `--limit`, `--sample-id`,
-  `--sample-shuffle` and `--epochs` (with its reducer) above 1;
+  `--sample-shuffle`, `--epochs` above 1 (not its reducer: every reader takes the mean over epochs,
+  `harness_ext/inspect/logs.py`) and the task's version (`task_version`) where it is an earlier one
+  than the installed task's (a later one is refused: this biasmonkey cannot read it);
 - the prompt format, in both: `apply_chat_template` (lm-eval's flag; in Inspect, a chat template
   applied by the provider: the default of `hf/` and `vllm/` unless the `chat_template` model argument
   passes the prompt through, and always for chat APIs), so that a raw-prompt run and a chat-template
@@ -36,7 +38,7 @@ Every reader checks what it reads against what the run said it wrote, so that no
 other items than the run's: an lm-eval samples file holds each doc_id once and, beside its results
 file, as many documents as that file's `n-samples` says (doc_ids 0…n−1 unless lm-eval's `--samples`
 picked them); an Inspect log holds each (sample, epoch) once and as many completed samples as its
-header says (`harness_ext/inspect/logs.py`). Anything else is an error naming the file, the task and
+header says, none of them failed (`harness_ext/inspect/logs.py`). Anything else is an error naming the file, the task and
 the counts. Prompts `biasmonkey run --allow-truncation` cut to fit the model's context are recorded
 beside the samples (`harness_ext/truncation.py`) and read with them (`TaskOutput.truncation`), so that
 every output states them. The lm-eval check is `tasks/samples_check.py`, shared with the tasks that read an earlier
@@ -58,8 +60,8 @@ from biasmonkey.harness_ext.run_inputs import UNKNOWN as UNKNOWN_INPUT
 from biasmonkey.harness_ext.run_inputs import distinguish, recorded_inputs
 from biasmonkey.harness_ext.truncation import TaskCuts, truncation_of
 from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name
-from biasmonkey.tasks.families import family_of
-from biasmonkey.tasks.samples_check import SAMPLES_FILE, LoggedDoc, check_samples, read_results
+from biasmonkey.tasks.families import family_module, family_of
+from biasmonkey.tasks.samples_check import REWRITTEN, SAMPLES_FILE, LoggedDoc, check_samples, read_results
 
 RESULTS_FILE = re.compile(r"^results_(\d{4}-\d\d-\d\dT[\d\-.]+)\.json$")
 INSPECT_JSON_START = re.compile(rb'^\s*\{\s*"version"\s*:\s*\d+')  # Inspect writes a JSON log's version first
@@ -175,8 +177,16 @@ class TaskOutput:
 
     @property
     def options(self) -> Any:
-        """The family's run options of this output (`--metadata` in lm-eval, `-T` in Inspect)."""
-        return self.family.options_type.from_mapping(self.given_options, self.contract_harness)
+        """The family's run options of this output (`--metadata` in lm-eval, `-T` in Inspect); an
+        error naming the file when the run logged options the family does not accept."""
+        try:
+            return self.family.options_type.from_mapping(self.given_options, self.contract_harness)
+        except (TypeError, ValueError) as err:
+            how = "-T task arguments" if self.harness == "inspect" else "--metadata options"
+            raise ValueError(
+                f"{self.path}: the {how} logged for {self.task} are not valid ({err}); rerun the task with valid "
+                "options (`biasmonkey tasks list` names them)"
+            ) from err
 
     @property
     def suite(self) -> str:
@@ -221,7 +231,13 @@ def read_jsonl_records(path: str | Path, to_record: Callable[[dict, list], Any],
         for line_no, line in enumerate(f, 1):
             if not line.strip():
                 continue  # a blank line (e.g. a trailing one) holds no sample
-            sample = json.loads(line)
+            try:
+                sample = json.loads(line)
+            except json.JSONDecodeError as err:  # e.g. a file cut inside a line by a copy or a crash
+                raise ValueError(
+                    f"{path}, line {line_no}: not a JSON sample ({err.msg} at character {err.pos + 1} of the line); "
+                    f"{REWRITTEN}, or restore the samples file as lm-eval wrote it"
+                ) from err
             try:
                 records.append(to_record(sample["doc"], sample["filtered_resps"]))
             except (KeyError, TypeError, ValueError) as err:
@@ -355,9 +371,28 @@ def inspect_settings(header: Any, family: Family) -> dict[str, Any]:
         generate = config.model_dump(exclude_none=True) if config is not None else {}
         settings |= {SAME_SETTING.get(k, k): v for k, v in generate.items() if k not in CONNECTION_SETTINGS}
     settings |= {k: v for k in ("limit", "sample_id", "sample_shuffle") if (v := getattr(ev.config, k)) is not None}
-    if (ev.config.epochs or 1) > 1:
-        settings |= {"epochs": ev.config.epochs, "epochs_reducer": ev.config.epochs_reducer}
+    if (ev.config.epochs or 1) > 1:  # (not its reducer: the readers take the mean over epochs whatever it was)
+        settings["epochs"] = ev.config.epochs
+    if ev.task_version != scoring_version(family):  # scored by an earlier version of the task
+        settings["task_version"] = ev.task_version
     return settings | task_options(family, ev.task_args or {}, "inspect")
+
+
+def scoring_version(family: Family) -> int:
+    """The version of the family's Inspect tasks (`SCORING_VERSION` in `tasks/<family>/inspect_task.py`)."""
+    module = family_module(family.name, "inspect_task")
+    return module.SCORING_VERSION if module is not None else 0
+
+
+def check_task_version(path: Path, header: Any, family: Family) -> None:
+    """An Inspect log of a task version this biasmonkey reads (its own or an earlier one), else an
+    error naming the file: a later version stores what this one cannot read."""
+    version, current = header.eval.task_version, scoring_version(family)
+    if not isinstance(version, int) or not 0 <= version <= current:
+        raise ValueError(
+            f"{path}: {header.eval.task} scored by task version {version!r}, which this biasmonkey does not "
+            f"know (its {family.name} tasks are version {current}): upgrade biasmonkey, or rerun the task with this one"
+        )
 
 
 def one_run(outputs: list[TaskOutput], where: str | Path, how: str) -> list[TaskOutput]:
@@ -509,6 +544,7 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
         family = _reported(task) if task.startswith(INSPECT_PREFIX) else None
         if family is None:
             continue
+        check_task_version(log_path, header, family)
         info = {
             "model": header.eval.model,
             "harness": "inspect",

@@ -106,6 +106,21 @@ def test_a_cut_file_is_refused(copied: tuple[Path, Path], capsys: pytest.Capture
     )
 
 
+def test_a_file_cut_inside_a_line_names_the_line(copied: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
+    samples, _ = copied
+    text = samples.read_text()
+    cut = text.index("\n") + 1 + 40  # 40 characters into line 2: half a JSON object
+    samples.write_text(text[:cut])
+    status, err = summarize(samples.parent.parent, capsys)
+    assert_refused(
+        status,
+        err,
+        f"{samples}, line 2: not a JSON sample (",
+        "the file was changed after the run",
+        "rerun the task, or restore the samples file as lm-eval wrote it",
+    )
+
+
 def test_a_replaced_document_is_refused(copied: tuple[Path, Path], capsys: pytest.CaptureFixture) -> None:
     samples, results = copied
 
