@@ -1,17 +1,19 @@
 """Answer log-probabilities from a top-k list of next-token log-probabilities.
 
 Exact mode through an API (Inspect providers, OpenAI-compatible servers) asks for one token with
-its top-k alternatives and reads the answers from them. An answer label (an option letter, "Yes", …) matches a returned token with
-or without a leading space, whatever the tokenizer's space marker (" A", "ĠA", "▁A", "A"); the
-label's probability is the sum over its matching tokens, as lm-eval scores both spellings.
-`spelling_logprobs` keeps the spellings apart instead: " Yes" matches " Yes", "ĠYes" and "▁Yes",
-while "Yes" matches only a token without a space marker.
+its top-k alternatives and reads the answers from them, spelling by spelling (`spelling_logprobs`):
+" Yes" matches a token with a leading space whatever the tokenizer's space marker (" Yes", "ĠYes",
+"▁Yes"), while "Yes" matches only a token without one. An answer label (an option letter, "Yes",
+…) has two spellings, with and without the space; its probability is the sum of both
+(`label_logprobs`), as lm-eval scores both spellings.
 
-Imputed floor: a label with no matching token in the top-k gets the probability
+Imputed floor: a spelling with no matching token in the top-k gets the probability
 min(p_k, R / m), where p_k is the smallest returned probability (no unreturned token can be
 more likely), R is the probability mass the top-k leaves unreturned and m is the number of
-missing labels (together they cannot take more than R). Every imputation is counted and
-reported (`imputed_options`; `imputed_continuations` in the yes-no tasks); raise
+missing spellings (together they cannot take more than R). A label is never summed over the
+spellings found alone: a missing spelling gets its floor, so the label's number is not silently
+short of it. Every imputed spelling is counted and reported (`imputed_options` in the
+response-bias tasks, `imputed_continuations` in the yes-no and answer-position tasks); raise
 `top_logprobs` to avoid them.
 
 Validation: answers are checked where they enter (`check_top_logprobs`, which every reader here
@@ -25,7 +27,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -97,11 +99,6 @@ def check_top_logprobs(top: Sequence[tuple[str, object]], source: str = "the top
         raise InvalidLogprobs(f"{source}: invalid log-probabilities: {problem}; {VALID_LOGPROBS}")
 
 
-def bare_token(token: str) -> str:
-    """The token without one leading space marker."""
-    return token[1:] if token[:1] in SPACE_MARKERS else token
-
-
 def spaced_token(token: str) -> str:
     """The token with a leading space marker written as a plain space."""
     return " " + token[1:] if token[:1] in SPACE_MARKERS else token
@@ -110,34 +107,31 @@ def spaced_token(token: str) -> str:
 def label_logprobs(
     top: Sequence[tuple[str, float]], labels: Sequence[str], source: str = "the top log-probabilities"
 ) -> tuple[list[float], int]:
-    """Log-probability of each label from the top-k list, and how many labels were imputed.
-    `source` (e.g. "model openai/gpt-4o") names where `top` came from in the error for an invalid list."""
-    return _matched_logprobs(top, labels, bare_token, source)
+    """Log-probability of each label from the top-k list, log(P(" A") + P("A")) with each spelling
+    read by `spelling_logprobs`, and how many spellings were imputed. `source` (e.g. "model
+    openai/gpt-4o") names where `top` came from in the error for an invalid list."""
+    logprobs, n_imputed = spelling_logprobs(top, [s for label in labels for s in (" " + label, label)], source)
+    with_space, bare = np.reshape(logprobs, (-1, 2)).T
+    return np.logaddexp(with_space, bare).tolist(), n_imputed
 
 
 def spelling_logprobs(
     top: Sequence[tuple[str, float]], spellings: Sequence[str], source: str = "the top log-probabilities"
 ) -> tuple[list[float], int]:
     """Log-probability of each exact spelling (" Yes" vs "Yes") from the top-k list, and how many
-    spellings were imputed (with the same floor as labels)."""
-    return _matched_logprobs(top, spellings, spaced_token, source)
-
-
-def _matched_logprobs(
-    top: Sequence[tuple[str, float]], labels: Sequence[str], normalise: Callable[[str], str], source: str
-) -> tuple[list[float], int]:
-    """Sum the tokens whose `normalise`d text is a label; impute the floor for the missing ones."""
+    spellings were imputed: the sum of the tokens that are the spelling (`spaced_token`), or the
+    floor for a spelling with none (see the module docstring)."""
     check_top_logprobs(top, source)
-    logmass = {label: -math.inf for label in labels}
+    logmass = {spelling: -math.inf for spelling in spellings}
     for token, logprob in top:
-        label = normalise(token)
-        if label in logmass:
-            logmass[label] = float(np.logaddexp(logmass[label], logprob))
-    missing = [label for label in labels if logmass[label] == -math.inf]
+        spelling = spaced_token(token)
+        if spelling in logmass:
+            logmass[spelling] = float(np.logaddexp(logmass[spelling], logprob))
+    missing = [spelling for spelling in spellings if logmass[spelling] == -math.inf]
     if missing:
         smallest = min(math.exp(lp) for _, lp in top)
         unreturned = max(1.0 - sum(math.exp(lp) for _, lp in top), 0.0)
         floor = math.log(max(min(smallest, unreturned / len(missing)), TINY))
-        for label in missing:
-            logmass[label] = floor
-    return [logmass[label] for label in labels], len(missing)
+        for spelling in missing:
+            logmass[spelling] = floor
+    return [logmass[spelling] for spelling in spellings], len(missing)

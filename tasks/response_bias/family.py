@@ -6,12 +6,25 @@ direction; humans show no change on the perturbation tasks (Δ = 0).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from biasmonkey.metrics.response_bias import BIASES, SETTINGS
+from biasmonkey.metrics.statistics import DeltaSummary, summarize_deltas
 from biasmonkey.metrics.virtual_sampling import expected_draws, mean_invalid_mass, virtual_delta
-from biasmonkey.tasks.contract import Family, InspectCalls, LmEvalGroup, Metric, lm_eval_group_name, t_test_metrics
+from biasmonkey.tasks.contract import (
+    T_TEST_PARTS,
+    Family,
+    InspectCalls,
+    LmEvalGroup,
+    Metric,
+    lm_eval_group_name,
+    records_metric,
+    t_test_metrics,
+)
 from biasmonkey.tasks.fetch import PinnedFile
 from biasmonkey.tasks.response_bias import codecs, data
 from biasmonkey.tasks.response_bias.options import RunOptions
@@ -37,14 +50,53 @@ def _invalid_rate(counts: list[tuple[float, float]]) -> float:
     return sum(i for i, _ in counts) / answers if answers else 0.0
 
 
+def per_question_summary(records: Sequence[PairRecord], value: Callable[[PairRecord], float | None]) -> DeltaSummary:
+    """The t-test over questions of a per-pair value, each question's value averaged over its
+    perturbation draws (the pairs that have one), as `summarize` tests Δ."""
+    per_question: dict[str, list[float]] = defaultdict(list)
+    for r in records:
+        if (v := value(r)) is not None:
+            per_question[r.key].append(v)
+    return summarize_deltas(float(np.mean(v)) for v in per_question.values())
+
+
+def per_question_t_test_metrics(
+    name: str, count_name: str, value: Callable[[PairRecord], float | None]
+) -> list[Metric[PairRecord]]:
+    """`t_test_metrics`' names (`<name>`, `<name>_stderr`, `_t`, `_p`, `_ci_low`, `_ci_high`,
+    `count_name`) for a task holding several perturbation draws of each question: tested over
+    questions (`per_question_summary`), since the draws of one question are not independent
+    pairs and pooling them would overstate the evidence; `count_name` counts questions.
+    `<name>_stderr` comes after `<name>`: lm-eval writes "N/A" as the stderr of an aggregation
+    of its own, and the entry aggregated after it replaces that with the number."""
+
+    def part(get: Callable[[DeltaSummary], float]) -> Callable[[list[PairRecord]], float]:
+        return lambda records: get(per_question_summary(records, value))
+
+    parts = {"": lambda s: s.mean, "_stderr": lambda s: s.stderr} | {f"_{k}": g for k, g in T_TEST_PARTS.items()}
+    return [
+        *(records_metric(f"{name}{suffix}", SIGNED, part(get)) for suffix, get in parts.items()),
+        records_metric(count_name, True, part(lambda s: s.n)),
+    ]
+
+
 def metrics(
     options: RunOptions, harness: str, bias: str, setting: str, reword: bool = False
 ) -> list[Metric[PairRecord]]:
     """What a task reports: Δ with its t-test, the answers' uncertainty, invalid answers (sample
-    mode; Inspect always), imputed option log-probabilities (top-k reading: Inspect, lm-eval's biasmonkey-server), the virtual-sampling statistics when
-    virtual_samples > 0, and every perturbation draw's Δ when perturbation_seeds is set."""
+    mode; Inspect always), imputed option spellings (top-k reading: Inspect, lm-eval's
+    biasmonkey-server), the virtual-sampling statistics when virtual_samples > 0, and every
+    perturbation draw's Δ when perturbation_seeds is set. With several draws, Δ's and virtual
+    Δ's t-tests are over questions, each averaged over its draws (`per_question_t_test_metrics`)."""
+    draws = options.draw_seeds(setting)
+
+    def t_test(name: str, count_name: str, value: Callable[[PairRecord], float | None]) -> list[Metric[PairRecord]]:
+        if draws:
+            return per_question_t_test_metrics(name, count_name, value)
+        return t_test_metrics(name, count_name, value, SIGNED)
+
     table: list[Metric[PairRecord]] = [
-        *t_test_metrics("delta", "n_pairs", lambda r: r.delta, SIGNED),
+        *t_test("delta", "n_pairs", lambda r: r.delta),
         Metric("uncertainty_q", False, lambda r: r.uncertainty_q),
         Metric("uncertainty_qp", False, lambda r: r.uncertainty_qp),
     ]
@@ -54,11 +106,11 @@ def metrics(
     if n := options.virtual_samples:
         seed = options.virtual_seed
         table += [
-            *t_test_metrics("virtual_delta", "virtual_n_pairs", lambda r: virtual_delta(r, n, seed), SIGNED),
+            *t_test("virtual_delta", "virtual_n_pairs", lambda r: virtual_delta(r, n, seed)),
             Metric("invalid_mass", False, mean_invalid_mass),
             Metric("virtual_expected_draws", False, lambda r: expected_draws(r, n)),
         ]
-    for draw in options.draw_seeds(setting):
+    for draw in draws:
         table += t_test_metrics(
             f"delta_s{draw}",
             f"n_pairs_s{draw}",

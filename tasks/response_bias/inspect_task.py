@@ -27,18 +27,26 @@ from biasmonkey.harness_ext.inspect.common import (
     shares_text,
 )
 from biasmonkey.metrics.response_bias import delta_rule
-from biasmonkey.metrics.top_logprobs import label_logprobs
+from biasmonkey.metrics.top_logprobs import spelling_logprobs
 from biasmonkey.tasks.response_bias.codecs import SIDES, score_value
 from biasmonkey.tasks.response_bias.family import FAMILY, SUITE_TASKS
 from biasmonkey.tasks.response_bias.options import DEFAULT_TOP_LOGPROBS, RunOptions
 from biasmonkey.tasks.response_bias.pairs import task_name
-from biasmonkey.tasks.response_bias.prompts import render_prompt
-from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_exact, score_weights
+from biasmonkey.tasks.response_bias.prompts import answer_continuations, render_prompt
+from biasmonkey.tasks.response_bias.scoring import (
+    PairRecord,
+    option_logprobs,
+    sample_counts,
+    score_exact,
+    score_weights,
+)
 from biasmonkey.tasks.response_bias.templates import get_template
 
 # The Inspect tasks' `version`: raised whenever what the scorer stores or how the metric table
 # computes from it changes, so logs of different scoring are told apart (docs/inspect.md).
-SCORING_VERSION = 1
+# 2: each spelling (" A", "A") read and imputed on its own, `n_imputed` counting spellings; with
+# perturbation_seeds, Δ's t-test over questions (each averaged over its draws).
+SCORING_VERSION = 2
 
 
 def pair_samples(opts: RunOptions, bias: str, setting: str, reword: bool = False) -> list[Sample]:
@@ -82,6 +90,14 @@ def paired_answers(
         return state
 
     return solve
+
+
+def top_k_option_logprobs(top: Sequence[tuple[str, float]], letters: Sequence[str]) -> tuple[list[float], int]:
+    """Each option's log-probability from a top-k list, as lm-eval scores it: log(P(" A") + P("A")),
+    each spelling read on its own, so a spelling outside the top-k gets the documented floor and
+    is counted (`biasmonkey.metrics.top_logprobs`); and how many spellings were imputed."""
+    spellings, n_imputed = spelling_logprobs(top, answer_continuations(list(letters)))
+    return option_logprobs(spellings), n_imputed
 
 
 def _positions(targets: Sequence[int]) -> str:
@@ -139,7 +155,7 @@ def pair_scorer(virtual_samples: int = 0, virtual_seed: int = 0) -> Scorer:
         doc = state.metadata
         if state.store.get("q_top_logprobs") is not None:
             (q_lp, q_imp), (qp_lp, qp_imp) = (
-                label_logprobs(state.store.get(f"{side}_top_logprobs"), doc[f"{side}_letters"]) for side in SIDES
+                top_k_option_logprobs(state.store.get(f"{side}_top_logprobs"), doc[f"{side}_letters"]) for side in SIDES
             )
             record = score_exact(doc, q_lp, qp_lp, n_imputed=q_imp + qp_imp)
             weights = (record.p_q, record.p_qp)

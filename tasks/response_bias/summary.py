@@ -56,7 +56,9 @@ def summarize(records: Sequence[PairRecord], uncertainty_side: str = DEFAULT_CHO
     and with the uncertainty of the side that `uncertainty_side` picks (`r_absdelta_uncertainty`; the
     side, "q" or "qp", in `uncertainty_side`): "paper" (default) is the authors' per-bias choice
     (module `uncertainty`), "q" or "qp" forces one. In sampling mode also the invalid-answer rate
-    and the pairs left without a Δ.
+    and the pairs left without a Δ; where option log-probabilities were read from a top-k list and
+    some were imputed (the floor of `biasmonkey.metrics.top_logprobs`), `imputed_options` (the
+    imputed spellings) and `pairs_with_imputed`.
 
     A task run with several perturbation draws (option perturbation_seeds) holds each question
     once per draw; its row tests each question once (its Δ averaged over the draws), since
@@ -83,6 +85,9 @@ def summarize(records: Sequence[PairRecord], uncertainty_side: str = DEFAULT_CHO
     if answers:  # sampling mode: report invalid answers and the pairs left without a Δ
         row["invalid_rate"] = sum(x.n_invalid for x in records) / answers
         row["pairs_without_delta"] = len(records) - len(scored)
+    if imputed := sum(x.n_imputed for x in records):  # Δ and uncertainty rest partly on floors
+        row["imputed_options"] = imputed
+        row["pairs_with_imputed"] = sum(x.n_imputed > 0 for x in records)
     return row
 
 
@@ -126,6 +131,7 @@ COLUMNS = (
     "r_absdelta_uncertainty",
 )
 SAMPLING_COLUMNS = ("invalid_rate", "pairs_without_delta")
+IMPUTED_COLUMNS = ("imputed_options",)  # only where some option spelling was imputed (`imputed_note`)
 # The t-test columns in `biasmonkey summarize` are named as the tasks' metrics (delta_t, not t).
 METRIC_NAMES = {"t": "delta_t", "p": "delta_p", "ci_low": "delta_ci_low", "ci_high": "delta_ci_high"}
 UNCERTAINTY_NOTE = {
@@ -158,6 +164,23 @@ def human_likeness_line(rows: Iterable[Mapping[str, Any]]) -> str | None:
     )
 
 
+def imputed_note(rows: Iterable[Mapping[str, Any]]) -> str | None:
+    """One line naming the rows whose option log-probabilities were partly imputed (None: none were)."""
+    named = [
+        f"{r['bias']}/{r['setting']} ({r['imputed_options']:g} spellings in {r['pairs_with_imputed']} pairs)"
+        for r in rows
+        if r.get("imputed_options")
+    ]
+    if not named:
+        return None
+    return (
+        'imputed_options: option spellings (" A", "A") missing from the top-k log-probabilities, each given the '
+        "imputed floor min(smallest returned probability, unreturned mass / missing spellings), so Δ and "
+        f"uncertainty rest partly on floors, not on the model's numbers, in {len(named)} row(s): {'; '.join(named)}. "
+        "Rerun with a larger top_logprobs (Inspect -T top_logprobs, biasmonkey-server's top_logprobs) to read them all."
+    )
+
+
 def summary_table(
     records_per_task: Iterable[Sequence[PairRecord]], uncertainty_side: str = DEFAULT_CHOICE, **_: Any
 ) -> SummaryTable:
@@ -166,8 +189,10 @@ def summary_table(
     rows = rows_in_suite_order(records_per_task, uncertainty_side)
     score = human_likeness_line(rows)
     undefined = undefined_tests_note(rows)
+    imputed = imputed_note(rows)
     rows = [{METRIC_NAMES.get(k, k): v for k, v in row.items()} for row in rows]
-    columns = [METRIC_NAMES.get(c, c) for c in COLUMNS] + [c for c in SAMPLING_COLUMNS if any(c in r for r in rows)]
+    optional = (*SAMPLING_COLUMNS, *IMPUTED_COLUMNS)
+    columns = [METRIC_NAMES.get(c, c) for c in COLUMNS] + [c for c in optional if any(c in r for r in rows)]
     note = (
         "Δ in percentage points: mean over pairs with its stderr and 95% CI (delta_ci_low, delta_ci_high); "
         "delta_t and delta_p from a two-sided "
@@ -178,4 +203,4 @@ def summary_table(
         f"with the uncertainty of the side in uncertainty_side ({UNCERTAINTY_NOTE[uncertainty_side]}; "
         "summary.csv also has r_absdelta_uncertainty_q, with q's uncertainty, on every row)."
     )
-    return SummaryTable(rows, columns, [line for line in (score, undefined, note) if line])
+    return SummaryTable(rows, columns, [line for line in (score, undefined, imputed, note) if line])

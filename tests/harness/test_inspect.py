@@ -84,11 +84,12 @@ def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
             # pair 1: q  A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → p_q = [2/3, 1/3]
             #         q' A = "▁A" .5 + "A" .1 = .6, B = "B" .2 → p_q' = [3/4, 1/4]
             #         acquiescence Δ = 100(q'[a] − q[a]) = 100(.75 − .6667) = 8.3333
-            q1: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
-            qp1: lambda: output("A", [("▁A", 0.5), ("B", 0.2), ("A", 0.1), ("y", 0.1)]),
+            # (fillers bring each list's mass to 1: a spelling not returned gets the floor 0, counted)
+            q1: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1), ("y", 0.1)]),
+            qp1: lambda: output("A", [("▁A", 0.5), ("B", 0.2), ("A", 0.1), ("y", 0.1), ("z", 0.1)]),
             # pair 2: p_q = [.5, .5], p_q' = [.7, .1]/.8 = [.875, .125] → Δ = 37.5
             q2: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
-            qp2: lambda: output("A", [(" A", 0.7), (" B", 0.1)]),
+            qp2: lambda: output("A", [(" A", 0.7), (" B", 0.1), ("x", 0.2)]),
         }
     )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=2)
@@ -100,7 +101,8 @@ def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
     assert m["delta_stderr"] == pytest.approx(14.583333, abs=1e-5)
     assert m["delta_t"] == pytest.approx(22.916667 / 14.583333, abs=1e-5)
     assert m["delta_p"] == pytest.approx(1 - 2 / math.pi * math.atan(22.916667 / 14.583333), abs=1e-6)
-    assert m["n_pairs"] == 2 and m["imputed_options"] == 0 and m["invalid_rate"] == 0
+    # spellings not returned, each counted: q1 "B", q'1 " B", q2 and q'2 "A" and "B"
+    assert m["n_pairs"] == 2 and m["imputed_options"] == 6 and m["invalid_rate"] == 0
     # H(2/3, 1/3)/ln 2 = 0.918296 and H(.5, .5)/ln 2 = 1 → mean 0.959148
     assert m["uncertainty_q"] == pytest.approx(0.959148, abs=1e-6)
 
@@ -108,7 +110,7 @@ def test_exact_mode_reads_both_spellings_of_each_letter(tmp_path: Path) -> None:
     value = sample.scores["pair_scorer"].value
     assert sample.id == sample.metadata["key"]
     assert value["q_0"] == pytest.approx(2 / 3) and value["qp_1"] == pytest.approx(0.25)
-    assert value["delta"] == pytest.approx(25 / 3) and value["n_imputed"] == 0
+    assert value["delta"] == pytest.approx(25 / 3) and value["n_imputed"] == 2
     records = records_from_eval_log(log.location)
     assert [r.delta for r in records] == pytest.approx([25 / 3, 37.5])
 
@@ -118,18 +120,21 @@ def test_an_option_missing_from_the_top_k_gets_the_documented_floor(tmp_path: Pa
     model = scripted(
         {
             q1: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
-            # B is not returned: floor = min(smallest returned .08, unreturned 1 − .98 = .02) = .02
-            # → p_q' = [.6, .02]/.62 = [.967742, .032258]; Δ = 100(.967742 − .5) = 46.7742
+            # q: "A" and "B" not returned, the mass 1 all returned: floor 0 → [.5, .5] (2 imputed).
+            # q': " A", " B" and "B" not returned: each spelling gets the floor min(smallest returned .08,
+            # unreturned (1 − .98)/3) = 1/150 → A = .6 + 1/150 = 91/150, B = 2/150 → p_q'[A] = 91/93;
+            # Δ = 100(91/93 − .5) = 47.8495 (3 imputed)
             qp1: lambda: output("A", [("A", 0.6), ("x", 0.3), ("y", 0.08)]),
         }
     )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1)
     m = metrics(log)
-    assert m["imputed_options"] == 1
-    assert m["delta"] == pytest.approx(46.774194, abs=1e-5)
-    # No option at all in the top-k: both get the floor min(.3, (1 − .9)/2) = .05 → uniform.
+    assert m["imputed_options"] == 5
+    assert m["delta"] == pytest.approx(100 * (91 / 93 - 0.5), abs=1e-5)
+    # No option at all in the top-k: each of the 4 spellings gets min(.3, (1 − .9)/4) = .025, each
+    # letter .05 → uniform.
     lps, n_imputed = label_logprobs([("x", math.log(0.6)), ("y", math.log(0.3))], ["A", "B"])
-    assert n_imputed == 2 and lps == pytest.approx([math.log(0.05)] * 2)
+    assert n_imputed == 4 and lps == pytest.approx([math.log(0.05)] * 2)
 
 
 def test_sample_mode_counts_invalid_answers(tmp_path: Path) -> None:
@@ -174,7 +179,7 @@ def test_a_provider_without_logprobs_fails_with_a_pointer_to_sampling(tmp_path: 
 def test_every_task_is_registered_and_runs(tmp_path: Path) -> None:
     names = [f"biasmonkey/{name}" for name in TASKS]
     assert len(names) == 20 and "biasmonkey/odd_even_letter_swap" in names
-    top = [(f" {letter}", 0.1 + 0.02 * i) for i, letter in enumerate("ABCDEF")]
+    top = [(spelling, 0.05 + 0.01 * i) for i, letter in enumerate("ABCDEF") for spelling in (f" {letter}", letter)]
     logs = inspect_eval(
         names, model=scripted({}, default=output("A", top)), limit=1, log_dir=str(tmp_path / "logs"), display="none"
     )

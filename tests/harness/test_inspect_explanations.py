@@ -43,8 +43,8 @@ def test_response_bias_exact_mode(tmp_path: Path) -> None:
     model = scripted(
         {
             # q: A = " A" .3 + "A" .1 = .4, B .2 → [2/3, 1/3]; q': A .6, B .2 → [.75, .25]
-            q: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
-            qp: lambda: output("A", [("▁A", 0.5), ("B", 0.2), ("A", 0.1), ("y", 0.1)]),
+            q: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1), ("y", 0.1)]),
+            qp: lambda: output("A", [("▁A", 0.5), ("B", 0.2), ("A", 0.1), ("y", 0.1), ("z", 0.1)]),
         }
     )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1)

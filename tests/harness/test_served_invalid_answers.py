@@ -115,7 +115,7 @@ def test_a_top_k_list_holds_at_most_all_the_mass() -> None:
 
 def test_the_readers_inspect_uses_refuse_invalid_lists_naming_their_source() -> None:
     good = [(" A", math.log(0.6)), (" B", math.log(0.3))]
-    assert label_logprobs(good, ["A", "B"])[1] == 0 and spelling_logprobs(good, [" A", " B"])[1] == 0
+    assert label_logprobs(good, ["A", "B"])[1] == 2 and spelling_logprobs(good, [" A", " B"])[1] == 0
     check_top_logprobs(good, "model x")
     for bad, problem in [
         ([(" A", POSITIVE_LOGPROB), (" B", -1.0)], r"log-probability \+2\.5 is above 0 .*token ' A'"),

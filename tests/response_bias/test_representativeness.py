@@ -304,8 +304,11 @@ def test_cli_scores_an_inspect_run(tmp_path: Path, capsys: pytest.CaptureFixture
             q2: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),  # HAPPENa_W41 p_q = (.5, .5)
             # HAPPEN2a_W41: q (with the added middle option) is not the survey question ...
             happen.input: lambda: output("A", [(" A", 0.4), (" B", 0.2), (" C", 0.1), (" D", 0.1), (" E", 0.2)]),
-            # ... its 4-option q′ is: p_qp = (.4, .2, .1, .1)/.8
-            happen.metadata["qp_prompt"]: lambda: output("A", [(" A", 0.4), (" B", 0.2), (" C", 0.1), (" D", 0.1)]),
+            # ... its 4-option q′ is: p_qp = (.4, .2, .1, .1)/.8 (the top-k holds all the mass, so the
+            # bare spellings "A" … "D" get the floor 1e-300)
+            happen.metadata["qp_prompt"]: lambda: output(
+                "A", [(" A", 0.4), (" B", 0.2), (" C", 0.1), (" D", 0.1), ("x", 0.2)]
+            ),
         },
         default=output("A", [(" A", 0.5), (" B", 0.3), (" C", 0.1), (" D", 0.1)]),
     )

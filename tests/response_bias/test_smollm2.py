@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 import torch
+from inspect_ai.log import read_eval_log
 from test_inspect_parity import assert_parity, inspect_records, lm_eval_records
 from test_lm_eval_e2e import REPO, assert_recomputes, metric, run_lm_eval
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from biasmonkey.harness_ext.app.default_model import ensure_default_model
 from biasmonkey.harness_ext.logs import scan
+from biasmonkey.metrics import distribution_from_counts, pair_delta
+from biasmonkey.metrics.top_logprobs import spaced_token
 from biasmonkey.tasks.response_bias.prompts import answer_continuations, render_prompt
 
 pytestmark = [
@@ -126,10 +129,35 @@ def test_the_readme_commands_give_one_number_in_both_harnesses(smollm2: Path, tm
     ours = {r.key: r for r in inspect_out.read_records()}
     theirs = lm_out.read_records()
     assert len(theirs) == len(ours) == 5 and {r.key for r in theirs} == set(ours)
-    # float32, and Inspect's hf/ provider batches concurrent prompts (padded) where lm-eval runs them one
-    # by one: the per-pair Δ agree to a few hundredths of a point (measured: 0.018 at most), nothing imputed.
-    assert all(r.n_imputed == 0 for r in ours.values())
+    # What Inspect read is lm-eval's numbers but for the spellings outside its top 100: SmolLM2's
+    # bare letters ("A", ranked ~700th to ~2,600th after the raw prompt), each given the documented
+    # floor and counted. Recomputed from lm-eval's log-likelihood of every spelling, with the floor
+    # for those missing from Inspect's top-100 list: float32, and Inspect's hf/ provider batches
+    # concurrent prompts (padded) where lm-eval runs them one by one, so Δ agrees to a few
+    # hundredths of a point (measured: 0.018 at most).
+    top_k = {s.id: s.store for s in read_eval_log(inspect_out.path).samples}
+    logged = {json.loads(line)["doc"]["key"]: json.loads(line) for line in lm_out.path.read_text().splitlines()}
+    imputed = 0
     for rec in theirs:
-        assert ours[rec.key].delta == pytest.approx(rec.delta, abs=0.05), rec.key
-    mean = np.mean([r.delta for r in theirs])
-    assert np.mean([r.delta for r in ours.values()]) == pytest.approx(mean, abs=0.05)
+        doc, results = logged[rec.key]["doc"], [float(r[0]) for r in logged[rec.key]["filtered_resps"]]
+        sides, n_missing = [], 0
+        for side in ("q", "qp"):
+            spellings = answer_continuations(doc[f"{side}_letters"])
+            exact, results = results[: len(spellings)], results[len(spellings) :]
+            top = top_k[rec.key][f"{side}_top_logprobs"]
+            returned = {spaced_token(token) for token, _ in top}
+            missing = [s not in returned for s in spellings]
+            # floor: min(smallest returned probability, unreturned mass / missing spellings)
+            floor = min(
+                math.exp(min(lp for _, lp in top)), (1 - sum(math.exp(lp) for _, lp in top)) / max(sum(missing), 1)
+            )
+            probs = [floor if gone else math.exp(lp) for gone, lp in zip(missing, exact)]
+            # a missing spelling is one lm-eval scores below every returned token
+            assert all(lp <= min(v for _, v in top) + 1e-4 for gone, lp in zip(missing, exact) if gone)
+            sides.append(distribution_from_counts([probs[i] + probs[i + 1] for i in range(0, len(probs), 2)]))
+            n_missing += sum(missing)
+        assert ours[rec.key].n_imputed == n_missing, rec.key
+        expected = pair_delta(doc["bias"], doc["setting"], *sides, doc["qp_positions"])
+        assert ours[rec.key].delta == pytest.approx(expected, abs=0.05), rec.key
+        imputed += n_missing
+    assert imputed > 0  # the README says so: top_logprobs=100 leaves SmolLM2's bare letters out

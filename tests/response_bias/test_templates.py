@@ -197,8 +197,9 @@ def test_a_steering_template_runs_in_exact_mode_in_inspect(tmp_path: Path) -> No
     model = scripted(
         {
             # allow/forbid Δ = 100(q[b] − q'[a]): pair 1 q B .6 of 1 → .6, q' A .2/(.2+.6) = .25 → Δ 35
+            # (each top-k holds all the mass: the bare spellings "A", "B" get the floor 1e-300)
             s1.input: lambda: output("B", [(" B", 0.6), (" A", 0.4)]),
-            s1.metadata["qp_prompt"]: lambda: output("B", [(" B", 0.6), (" A", 0.2)]),
+            s1.metadata["qp_prompt"]: lambda: output("B", [(" B", 0.6), (" A", 0.2), ("x", 0.2)]),
             # pair 2: q[b] = .5, q'[a] = .5 → Δ 0
             s2.input: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),
             s2.metadata["qp_prompt"]: lambda: output("A", [(" A", 0.5), (" B", 0.5)]),

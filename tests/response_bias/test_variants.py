@@ -18,15 +18,20 @@ from test_lm_eval_e2e import REPO, metric, run_lm_eval
 
 from biasmonkey.harness_ext.logs import records_from_eval_log, records_from_samples_file
 from biasmonkey.metrics import draw_variation, summarize_deltas
+from biasmonkey.metrics.virtual_sampling import virtual_delta
+from biasmonkey.tasks.contract import reported
 from biasmonkey.tasks.response_bias.codecs import record_from_results as pair_record
+from biasmonkey.tasks.response_bias.family import FAMILY
 from biasmonkey.tasks.response_bias.inspect_task import TASKS, VARIANT_TASKS, pair_samples
 from biasmonkey.tasks.response_bias.options import RunOptions, parse_seeds
 from biasmonkey.tasks.response_bias.pairs import build_pairs
 from biasmonkey.tasks.response_bias.scoring import PairRecord, sample_counts, score_weights
+from biasmonkey.tasks.response_bias.summary import summarize
 
 pytestmark = pytest.mark.usefixtures("data_dir")
 SAMPLE_RUN = {"mode": "sample", "n_samples": 3, "template": "extended", "perturbation_seeds": [1, 2]}
 SAMPLE_TASKS = ("odd_even_letter_swap",)
+TASKS_FIXED = {"bias": "acquiescence", "setting": "key_typo", "reword": False}
 
 
 # ---------------------------------------------------------------------------- options and pairs
@@ -167,6 +172,61 @@ def test_draw_variation_counts_untestable_draws_apart() -> None:
     )
 
 
+@pytest.mark.parametrize("harness", ["lm_eval", "inspect"])
+def test_with_several_draws_the_task_tests_each_question_once(harness: str) -> None:
+    """Δ's t-test of a task with perturbation_seeds is over questions, each averaged over its draws
+    (as `biasmonkey summarize`), not over the pairs of all draws; the per-draw metrics stay per draw."""
+
+    def rec(key: str, seed: int, delta: float | None) -> PairRecord:
+        return PairRecord(key, "acquiescence", "key_typo", None, None, delta, 0.5, 0.5, perturbation_seed=seed)
+
+    deltas = {"a": (1.0, -1.0, 4.0), "b": (2.0, 0.0, 5.0), "c": (6.0, None, 6.0)}  # c: no Δ in draw 2
+    records = [rec(key, seed, d[seed - 1]) for key, d in deltas.items() for seed in (1, 2, 3)]
+    options = RunOptions(perturbation_seeds=(1, 2, 3))
+    table = {m.name: m.compute(records) for m in reported(FAMILY, options, harness, TASKS_FIXED)}
+    # per question: a 4/3, b 7/3, c 12/2 = 6 → mean 29/9; deviations −17/9, −8/9, 25/9: variance
+    # (289 + 64 + 625)/81/2 = 489/81, stderr √(489/81/3) = √163/9, t = 29/√163 = 2.2715 on 2 df:
+    # p = 1 − t/√(t² + 2) = 1 − 29/√1167 = 0.1511 (the 8 pairs pooled: mean 23/8, t 3.05 on 7 df, p 0.019)
+    assert table["n_pairs"] == 3
+    assert table["delta"] == pytest.approx(29 / 9)
+    assert table["delta_stderr"] == pytest.approx(math.sqrt(163) / 9)
+    assert table["delta_t"] == pytest.approx(29 / math.sqrt(163))
+    assert table["delta_p"] == pytest.approx(1 - 29 / math.sqrt(1167))
+    half = (table["delta_ci_high"] - table["delta_ci_low"]) / 2
+    assert half == pytest.approx(4.302653 * math.sqrt(163) / 9, rel=1e-6)  # t(0.975, 2 df) · stderr
+    row = summarize(records)
+    assert (row["n_pairs"], row["delta"], row["p"]) == (3, pytest.approx(29 / 9), pytest.approx(table["delta_p"]))
+    # draw 2 alone: Δ −1, 0 → mean −0.5 over its 2 pairs
+    assert table["delta_s2"] == pytest.approx(-0.5) and table["n_pairs_s2"] == 2
+    # one draw (or none): the pairs themselves, as before
+    single = {m.name: m.compute(records[:3]) for m in reported(FAMILY, RunOptions(), harness, TASKS_FIXED)}
+    assert single["n_pairs"] == 3 and single["delta"] == pytest.approx(4 / 3)
+
+
+def test_virtual_delta_with_several_draws_is_tested_per_question_too() -> None:
+    def rec(key: str, seed: int, share: float) -> PairRecord:
+        return score_weights(
+            {"key": key, "bias": "acquiescence", "setting": "key_typo", "q_letters": ["A", "B"],
+             "qp_letters": ["A", "B"], "qp_positions": [0, 1], "perturbation_seed": seed},
+            [0.5, 0.5],
+            [share, 1 - share],
+            valid_mass_q=1.0,
+            valid_mass_qp=1.0,
+        )  # fmt: skip
+
+    records = [rec(k, s, share) for k, s, share in [("a", 1, 0.6), ("a", 2, 0.9), ("b", 1, 0.3), ("b", 2, 0.5)]]
+    options = RunOptions(perturbation_seeds=(1, 2), virtual_samples=20, virtual_seed=3)
+    table = {m.name: m.compute(records) for m in reported(FAMILY, options, "inspect", TASKS_FIXED)}
+    # each question's virtual Δ averaged over its 2 draws, then tested over the 2 questions
+    per_question = [(virtual_delta(x, 20, 3) + virtual_delta(y, 20, 3)) / 2 for x, y in (records[:2], records[2:])]
+    expected = summarize_deltas(per_question)
+    assert table["virtual_n_pairs"] == 2
+    assert table["virtual_delta"] == pytest.approx(expected.mean)
+    assert table["virtual_delta_t"] == pytest.approx(expected.t) and table["virtual_delta_p"] == pytest.approx(
+        expected.p
+    )
+
+
 # ---------------------------------------------------------------------------- harness runs
 
 
@@ -195,9 +255,15 @@ def test_inspect_reports_every_draw(tmp_path: Path) -> None:
     assert m["delta_s1"] == pytest.approx(15) and m["delta_s1_stderr"] == pytest.approx(5)
     assert m["delta_s1_t"] == pytest.approx(3) and m["delta_s1_p"] == pytest.approx(1 - 2 / math.pi * math.atan(3))
     assert m["delta_s2"] == pytest.approx(37.5) and m["n_pairs_s2"] == 2
-    assert m["delta"] == pytest.approx((10 + 20 + 30 + 45) / 4) and m["n_pairs"] == 4  # pooled pairs
+    # Δ's t-test is over questions, each averaged over its draws: (10 + 30)/2 = 20 and (20 + 45)/2 = 32.5
+    # → mean 26.25, stderr |32.5 − 20|/2 = 6.25, t 4.2 on 1 df (pooling the 4 pairs: t 3.85 on 3 df)
+    assert m["delta"] == pytest.approx(26.25) and m["n_pairs"] == 2
+    assert m["delta_stderr"] == pytest.approx(6.25) and m["delta_t"] == pytest.approx(4.2)
+    assert m["delta_p"] == pytest.approx(1 - 2 / math.pi * math.atan(4.2))
     records = records_from_eval_log(log.location)
     assert [r.perturbation_seed for r in records] == [1, 2, 1, 2]
+    row = summarize(records)  # `biasmonkey summarize`'s row: the same test
+    assert (row["n_pairs"], row["p"]) == (2, pytest.approx(m["delta_p"], rel=1e-12))
     (v,) = draw_variation(records)
     assert v.delta_range == pytest.approx(22.5)
 
@@ -216,7 +282,7 @@ def exact_seed_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     )
 
 
-def test_lm_eval_reports_every_draw_besides_the_pooled_numbers(exact_seed_run) -> None:
+def test_lm_eval_reports_every_draw_besides_the_test_over_questions(exact_seed_run) -> None:
     results, samples = exact_seed_run
     task = results["results"]["biasmonkey_acquiescence_key_typo"]
     records = records_from_samples_file(samples["biasmonkey_acquiescence_key_typo"])
@@ -237,8 +303,21 @@ def test_lm_eval_reports_every_draw_besides_the_pooled_numbers(exact_seed_run) -
             ("_ci_high", expected.ci_high),
         ]:
             assert metric(task, f"delta_s{seed}{suffix}") == pytest.approx(value, rel=1e-9), (seed, suffix)
-    pooled = summarize_deltas([r.delta for r in records])
-    assert metric(task, "n_pairs") == 6 and metric(task, "delta_p") == pytest.approx(pooled.p, rel=1e-9)
+    # Δ's t-test over the 2 questions, each averaged over its 3 draws, as `biasmonkey summarize` tests it
+    per_question = [sum(r.delta for r in records if r.key == key) / 3 for key in dict.fromkeys(r.key for r in records)]
+    expected = summarize_deltas(per_question)
+    row = summarize(records)
+    assert metric(task, "n_pairs") == row["n_pairs"] == 2
+    for suffix, value in [
+        ("", expected.mean),
+        ("_stderr", expected.stderr),
+        ("_t", expected.t),
+        ("_p", expected.p),
+        ("_ci_low", expected.ci_low),
+        ("_ci_high", expected.ci_high),
+    ]:
+        assert metric(task, f"delta{suffix}") == pytest.approx(value, rel=1e-9), suffix
+    assert row["p"] == pytest.approx(expected.p, rel=1e-9)
     # the reword task: the reworded q' of the first 6 questions, no draws, no per-draw metrics
     reword = records_from_samples_file(samples["biasmonkey_acquiescence_reword"])
     docs = [json.loads(line)["doc"] for line in samples["biasmonkey_acquiescence_reword"].read_text().splitlines()]

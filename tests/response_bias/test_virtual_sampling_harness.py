@@ -138,21 +138,23 @@ def test_inspect_valid_mass_from_the_top_logprobs_by_hand(tmp_path: Path) -> Non
     ((q, qp),) = prompts(1)
     model = scripted(
         {
-            # q: A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 → valid mass .6, p_q = (2/3, 1/3)
+            # q: A = " A" .3 + "A" .1 = .4, B = "ĠB" .2 + "B", not in the top-k: floor min(smallest .1,
+            #    unreturned .1 / 1) = .1 → B = .3, valid mass .7, p_q = (4/7, 3/7); 1 imputed
             q: lambda: output("A", [(" A", 0.3), ("x", 0.3), ("ĠB", 0.2), ("A", 0.1)]),
-            # q': A = .9; B is not in the top-k: floor min(smallest .05, unreturned .05 / 1) = .05
-            #     → valid mass .95 (imputed floor included), p_q' = (.9/.95, .05/.95)
+            # q': "A", " B", "B" not in the top-k: floor min(smallest .05, unreturned .05 / 3) = 1/60 each
+            #     → A = .9 + 1/60, B = 2/60, valid mass .95 (imputed floors included); 3 imputed
             qp: lambda: output("A", [(" A", 0.9), ("x", 0.05)]),
         }
     )
     log = run("biasmonkey/acquiescence", model, tmp_path, limit=1, task_args={"virtual_samples": 10})
     assert log.status == "success", log.error
     m = {name: v.value for name, v in log.results.scores[0].metrics.items()}
-    # invalid mass (.4 + .05) / 2 = .225; draws for 10 valid answers (10/.6 + 10/.95) / 2 = 13.5965
-    assert m["invalid_mass"] == pytest.approx(0.225) and m["imputed_options"] == 1
-    assert m["virtual_expected_draws"] == pytest.approx((10 / 0.6 + 10 / 0.95) / 2)
+    # invalid mass (.3 + .05) / 2 = .175; draws for 10 valid answers (10/.7 + 10/.95) / 2 = 12.4060
+    assert m["invalid_mass"] == pytest.approx(0.175) and m["imputed_options"] == 4
+    assert m["virtual_expected_draws"] == pytest.approx((10 / 0.7 + 10 / 0.95) / 2)
     (rec,) = records_from_eval_log(log.location)
-    assert (rec.valid_mass_q, rec.valid_mass_qp) == (pytest.approx(0.6), pytest.approx(0.95))
+    assert (rec.valid_mass_q, rec.valid_mass_qp) == (pytest.approx(0.7), pytest.approx(0.95))
+    assert rec.p_q == pytest.approx([4 / 7, 3 / 7]) and rec.p_qp == pytest.approx([(0.9 + 1 / 60) / 0.95, 2 / 57])
     # the seed defaults to 0; one pair's Δ from 10 answers per side is a multiple of 10 points
     assert m["virtual_delta"] == virtual_delta(rec, 10, 0)
     assert m["virtual_delta"] / 10 == pytest.approx(round(m["virtual_delta"] / 10), abs=1e-9)
