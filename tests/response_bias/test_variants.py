@@ -9,6 +9,7 @@ import math
 import re
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -282,6 +283,18 @@ def exact_seed_run(tiny_model: Path, tmp_path_factory: pytest.TempPathFactory):
     )
 
 
+def delta_fields(summary: Any) -> list[tuple[str, float]]:
+    """A Δ summary's metrics as the task names them after `delta` (or `delta_s<seed>`)."""
+    return [
+        ("", summary.mean),
+        ("_stderr", summary.stderr),
+        ("_t", summary.t),
+        ("_p", summary.p),
+        ("_ci_low", summary.ci_low),
+        ("_ci_high", summary.ci_high),
+    ]
+
+
 def test_lm_eval_reports_every_draw_besides_the_test_over_questions(exact_seed_run) -> None:
     results, samples = exact_seed_run
     task = results["results"]["biasmonkey_acquiescence_key_typo"]
@@ -294,28 +307,14 @@ def test_lm_eval_reports_every_draw_besides_the_test_over_questions(exact_seed_r
     for seed, deltas in by_seed.items():
         expected = summarize_deltas(deltas)
         assert metric(task, f"n_pairs_s{seed}") == 2
-        for suffix, value in [
-            ("", expected.mean),
-            ("_stderr", expected.stderr),
-            ("_t", expected.t),
-            ("_p", expected.p),
-            ("_ci_low", expected.ci_low),
-            ("_ci_high", expected.ci_high),
-        ]:
+        for suffix, value in delta_fields(expected):
             assert metric(task, f"delta_s{seed}{suffix}") == pytest.approx(value, rel=1e-9), (seed, suffix)
     # Δ's t-test over the 2 questions, each averaged over its 3 draws, as `biasmonkey summarize` tests it
     per_question = [sum(r.delta for r in records if r.key == key) / 3 for key in dict.fromkeys(r.key for r in records)]
     expected = summarize_deltas(per_question)
     row = summarize(records)
     assert metric(task, "n_pairs") == row["n_pairs"] == 2
-    for suffix, value in [
-        ("", expected.mean),
-        ("_stderr", expected.stderr),
-        ("_t", expected.t),
-        ("_p", expected.p),
-        ("_ci_low", expected.ci_low),
-        ("_ci_high", expected.ci_high),
-    ]:
+    for suffix, value in delta_fields(expected):
         assert metric(task, f"delta{suffix}") == pytest.approx(value, rel=1e-9), suffix
     assert row["p"] == pytest.approx(expected.p, rel=1e-9)
     # the reword task: the reworded q' of the first 6 questions, no draws, no per-draw metrics
