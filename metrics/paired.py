@@ -44,7 +44,7 @@ import numpy as np
 from scipy import stats
 
 from biasmonkey.metrics.multiple_testing import benjamini_hochberg, holm
-from biasmonkey.metrics.statistics import summarize_deltas
+from biasmonkey.metrics.statistics import no_spread, summarize_deltas
 from biasmonkey.metrics.yesno import InstructionTuningEffect, instruction_tuning_effect
 
 EXACT_BELOW = 25  # discordant items under which McNemar's test is the exact binomial test
@@ -53,9 +53,6 @@ SEED = 0
 LEVEL = 0.95
 CORRECTIONS: dict[str, Callable[[Sequence[float]], np.ndarray]] = {"holm": holm, "bh": benjamini_hochberg}
 MIN_VALID = 0.9  # the share of valid resamples under which the bootstrap's CI and p are undefined
-# Resampled differences within NO_SPREAD · max(1, |median|) of each other count as equal (float rounding of a
-# statistic over reordered items leaves a few ulp, ~1e-16 relative; any real spread is far larger).
-NO_SPREAD = 1e-12
 _CHUNK = 250  # resamples evaluated at once (bounds the memory of a vectorised statistic)
 
 ArrayLike = Sequence[float] | np.ndarray
@@ -213,7 +210,7 @@ def paired_bootstrap(
     if valid < MIN_VALID * resamples:
         why = f"only {valid} of {resamples} resamples have the statistic in both runs (under {MIN_VALID:.0%})"
         return undefined(why, resamples, valid)
-    if np.ptp(diffs) <= NO_SPREAD * max(1.0, abs(float(np.median(diffs)))):
+    if no_spread(float(np.ptp(diffs)), float(np.median(diffs))):  # (reordered items: rounding alone)
         return undefined(f"no spread (every resample gives the same difference, {diffs[0]:.3g})", resamples, valid)
     tail = (1 - level) / 2
     low, high = np.quantile(diffs, [tail, 1 - tail])

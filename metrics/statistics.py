@@ -19,6 +19,12 @@ SIGNIFICANCE = 0.05
 ZERO_SPREAD_RTOL = 1e-12
 
 
+def no_spread(spread: float, centre: float) -> bool:
+    """Whether a spread (an SD, a range) of values around `centre` is rounding alone: at most
+    ZERO_SPREAD_RTOL · max(1, |centre|). The one rule of every test here that is then undefined."""
+    return spread <= ZERO_SPREAD_RTOL * max(1.0, abs(centre))
+
+
 @dataclass(frozen=True)
 class DeltaSummary:
     """Mean Δ with its two-sided one-sample t-test against 0 and a 95% CI (t, p and CI NaN where the
@@ -76,7 +82,7 @@ def summarize_deltas(deltas: Iterable[float]) -> DeltaSummary:
         return DeltaSummary(1, mean, nan, nan, nan, 0, nan, nan)
     df = n - 1
     sd = float(x.std(ddof=1))
-    if sd <= ZERO_SPREAD_RTOL * max(1.0, abs(mean)):  # no spread: undefined, not "infinitely significant"
+    if no_spread(sd, mean):  # no spread: undefined, not "infinitely significant"
         return DeltaSummary(n, mean, 0.0, nan, nan, df, nan, nan)
     stderr = sd / math.sqrt(n)
     t = mean / stderr

@@ -46,16 +46,13 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from biasmonkey.metrics.statistics import no_spread
+
 K_FOLDS = 5
 # random_state of the authors' StratifiedKFold (COMPS, Arith, bAbI; `balanced_folds_maker.py`).
 SEED = 42
 EWOK_BLOCK = 4  # the authors' EWoK folds are made of consecutive blocks of 4 rows
 AUTHORS_DATASETS = ("comps", "arith", "babi", "ewok")
-# A spread of the per-unit differences at most ZERO_SPREAD_RTOL · max(1, |mean|) counts as none, so
-# the t-test and d_z are undefined (NaN) rather than huge: float64 rounding alone leaves a spread of
-# a few ulp (|0.1 − 0.3| and |0.5 − 0.7| differ in their last bit), while any real difference
-# between biases is orders larger. The rule of `metrics.statistics.summarize_deltas`.
-ZERO_SPREAD_RTOL = 1e-12
 
 ArrayLike = Sequence[float] | np.ndarray
 LN2 = math.log(2.0)
@@ -358,9 +355,9 @@ class InstructionTuningEffect:
     mean_abs_base: float
     mean_abs_instruct: float
     mean_difference: float  # mean of |b_instruct| − |b_base|; negative = instruct less biased
-    sd_difference: float  # SD (ddof=1) of the per-unit differences (0 within ZERO_SPREAD_RTOL); NaN below 2 units
+    sd_difference: float  # SD (ddof=1) of the per-unit differences (0 within `statistics.no_spread`); NaN below 2 units
     # paired d_z = −mean_difference / sd_difference: POSITIVE = instruct less biased (the paper's
-    # sign; the authors' script gives the opposite); NaN below 2 units or SD 0 (ZERO_SPREAD_RTOL)
+    # sign; the authors' script gives the opposite); NaN below 2 units or SD 0 (`statistics.no_spread`)
     cohens_d: float
     t: float  # paired t-test of |b_instruct| vs |b_base| (scipy.stats.ttest_rel): negative = less biased
     p_value: float  # two-sided; NaN below 2 units or when all differences are equal (up to rounding)
@@ -394,7 +391,7 @@ def instruction_tuning_effect(base_bias: ArrayLike, instruct_bias: ArrayLike) ->
     sd = d = t = p = nan
     if n >= 2:
         sd = float(diff.std(ddof=1))
-        if sd <= ZERO_SPREAD_RTOL * max(1.0, abs(float(diff.mean()))):
+        if no_spread(sd, float(diff.mean())):  # (|0.1 − 0.3| and |0.5 − 0.7| differ in their last bit)
             sd = 0.0  # equal differences (up to rounding): the test and d_z are undefined, not huge
         else:
             d = float((b - i).mean() / sd)  # the paper's sign: a reduction is positive
