@@ -17,7 +17,7 @@ so that no reader mixes two models or two settings of one model. The settings of
   (`harness_ext/run_inputs.py`; `weights=<digest>`, `data_path=sha256:<digest>`);
 - the model arguments except the model itself and those about where and how fast it runs
   (`NEUTRAL_MODEL_ARGS`);
-- lm-eval: `--limit`, `--gen_kwargs`, `--num_fewshot`, `--apply_chat_template`,
+- lm-eval: `--limit`, a `--samples` selection (`samples=<picked> of <documents>`), `--gen_kwargs`, `--num_fewshot`, `--apply_chat_template`,
   `--system_instruction`, `--fewshot_as_multiturn` and seeds other than lm-eval's defaults, read
   from the `results_<stamp>.json` written with the samples file (same stamp; a samples file without
   one has the model of its folder and the settings "settings=unknown");
@@ -316,6 +316,7 @@ def lm_eval_settings(results: Mapping[str, Any], task: str, family: Family) -> d
     shots = (results.get("n-shot") or {}).get(task)
     flags = {
         "limit": config.get("limit"),
+        "samples": _selection(results, task),
         "gen_kwargs": config.get("gen_kwargs"),
         "num_fewshot": shots,
         "apply_chat_template": bool(results.get("chat_template")),
@@ -325,6 +326,16 @@ def lm_eval_settings(results: Mapping[str, Any], task: str, family: Family) -> d
     }
     settings |= {k: v for k, v in flags.items() if v}
     return settings | task_options(family, _task_metadata(results, task), "lm_eval")
+
+
+def _selection(results: Mapping[str, Any], task: str) -> str | None:
+    """How many documents lm-eval's `--samples` picked, e.g. "2 of 176" (None: no selection). lm-eval
+    records neither the flag nor the ids, only fewer documents than the task has without a --limit."""
+    counts = (results.get("n-samples") or {}).get(task) or {}
+    effective, original = counts.get("effective"), counts.get("original")
+    if (results.get("config") or {}).get("limit") is not None or not isinstance(effective, int):
+        return None
+    return f"{effective} of {original}" if isinstance(original, int) and effective < original else None
 
 
 def passes_prompt_through(template: Any) -> bool:

@@ -233,6 +233,13 @@ def test_what_counts_as_a_setting(runs: dict[str, Path]) -> None:
     other["chat_template"] = "{{ messages }}"
     changed = lm_eval_settings(other, task, RESPONSE_BIAS)
     assert (changed["limit"], changed["random_seed"], changed["apply_chat_template"]) == (2.0, 7, True)
+    # an lm-eval --samples selection (fewer documents than the task has, without a --limit) is one
+    picked = json.loads(json.dumps(results))
+    picked["config"]["limit"] = None
+    picked["n-samples"][task] = {"original": 176, "effective": 2}
+    assert lm_eval_settings(picked, task, RESPONSE_BIAS)["samples"] == "2 of 176"
+    picked["n-samples"][task] = {"original": 176, "effective": 176}
+    assert "samples" not in lm_eval_settings(picked, task, RESPONSE_BIAS)
 
 
 def test_a_samples_file_without_its_results_file_has_unknown_settings(runs: dict[str, Path], tmp_path: Path) -> None:

@@ -218,6 +218,9 @@ def test_a_samples_selection_is_checked_by_count(
     status, err = summarize(out, capsys)
     assert status == 0, err
     assert n_pairs(out / "summary.csv") == ["2"]
+    # the selection is a setting of its own: never one table with a run on every document
+    documents = json.loads(next(out.rglob("results_*.json")).read_text())["n-samples"][TASK]["original"]
+    assert f"samples=2 of {documents}" in (out / "summary.md").read_text().splitlines()[0]
     edit_lines(samples, lambda lines: lines[:1])
     status, err = summarize(out, capsys)
     assert_refused(status, err, f"{samples}: 1 samples for {TASK} but its results file", "says 2")
