@@ -355,13 +355,38 @@ def test_a_corrupt_inspect_log_names_the_file(
     assert f"{bad}: not a readable Inspect log" in report_error([str(bad.parent), "--out", str(tmp_path / "r")], capsys)
 
 
-def test_the_same_task_of_one_model_twice_is_an_error(
+def test_one_model_in_two_places_gives_an_entry_per_place(
     runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    """Two runs of one model with one setting (two output folders) are two entries named by their
+    place, compared item by item, never one model's rows read from either."""
     copy = tmp_path / "again"
     shutil.copytree(runs["lm_eval"], copy)
-    err = report_error([str(runs["lm_eval"]), str(copy), "--out", str(tmp_path / "r")], capsys)
-    assert "found twice" in err and str(copy) in err and "(lm-eval)" in err
+    out = tmp_path / "r"
+    assert main(["report", str(runs["lm_eval"]), str(copy), "--out", str(out), "--name", f"{runs['alpha']}=alpha"]) == 0
+    names = sorted(
+        {r["model"] for r in rows(out / "tables" / "response_bias.csv") if r["protocol"] != "paper: 50 samples"}
+    )
+    assert names == sorted([f"alpha [{runs['lm_eval']}]", f"alpha [{copy}]"])
+    compared = rows(out / "tables" / "comparison_runs.csv")
+    assert [r["role"] for r in compared] == ["baseline", "compared"]
+    assert {r["run"].rsplit(" [", 1)[1] for r in compared} == {f"{runs['lm_eval']}]", f"{copy}]"}
+    # so under one path holding both
+    both = tmp_path / "both"
+    for place in ("a", "b"):
+        shutil.copytree(runs["lm_eval"], both / place)
+    assert main(["report", str(both), "--out", str(tmp_path / "r1"), "--name", f"{runs['alpha']}=alpha"]) == 0
+    mine = {
+        r["model"]
+        for r in rows(tmp_path / "r1" / "tables" / "response_bias.csv")
+        if r["protocol"] != "paper: 50 samples"
+    }
+    assert mine == {f"alpha [{both / 'a'}]", f"alpha [{both / 'b'}]"}
+    # the same files given twice (one path twice, a folder and its model folder) are refused
+    (model_folder,) = [p for p in runs["lm_eval"].iterdir() if p.is_dir() and any(p.glob("samples_*.jsonl"))]
+    for given in ([runs["lm_eval"], runs["lm_eval"]], [runs["lm_eval"], model_folder]):
+        err = report_error([*map(str, given), "--out", str(tmp_path / "r2")], capsys)
+        assert f"is found under both {runs['lm_eval']} and {given[1]}: give each results path once" in err
 
 
 def test_two_models_with_one_name_is_an_error(

@@ -49,11 +49,11 @@ def runs_of(models: Sequence[Any]) -> list[CompareRun]:
         for run, outputs in sorted(groups.items()):
             records = {task: m.records[out.suite][task] for task, out in outputs.items()}
             where = next(iter(outputs.values())).path.parent
-            found.append((m.name, CompareRun(run.label, run, where, dict(outputs), records)))
+            found.append((m.distinct or f"[{m.name}]", CompareRun(run.label, run, where, dict(outputs), records)))
     labels = [r.label for _, r in found]
-    for entry, r in found:  # one run in two entries (both harnesses): name the entry
+    for entry, r in found:  # one run in two entries (both harnesses, two places): what tells the entries apart
         if labels.count(r.label) > 1:
-            r.label = f"{r.label} [{entry}]"
+            r.label = f"{r.label} {entry}"
     return [r for _, r in found]
 
 

@@ -10,7 +10,8 @@ folder) when each suite of it was run with one setting (e.g. response biases in 
 with its defaults); when a suite has outputs of several settings, the model has one entry per
 setting, named with the settings that differ, e.g. "smollm2 (mode=sample)". A task of one model
 and setting run through both harnesses gives one entry per harness, side by side: "smollm2 (inspect)"
-and "smollm2 (lm-eval)".
+and "smollm2 (lm-eval)". A model run with one setting in two places (two `--output_path` folders or
+log folders, given as two paths or found under one) gives one entry per place: "smollm2 [runs/a]".
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class ModelResults:
     sources: dict[str, TaskOutput] = field(default_factory=dict)  # lm-eval task name -> its output
     records: dict[str, dict[str, list]] = field(default_factory=lambda: {s: {} for s in SUITES})
     config: dict[str, Any] = field(default_factory=dict)  # lm-eval's config block or Inspect's model info
+    distinct: str = ""  # what tells the entry from the model's others: "(mode=sample)", "(lm-eval)", "[runs/a]"
 
     def tasks(self, suite: str) -> dict[str, list]:
         return self.records[suite]
@@ -64,16 +66,34 @@ def parse_names(pairs: Iterable[str]) -> dict[str, str]:
     return names
 
 
-def _check_once(model: str, outputs: Sequence[TaskOutput]) -> None:
-    """One task of a model twice from one harness with one setting (two folders) is ambiguous."""
-    seen: dict[tuple[str, str, Settings], TaskOutput] = {}
+def place_of(out: TaskOutput) -> str:
+    """Where an output was found: an lm-eval run's `--output_path` (above the model's folder), an
+    Inspect log's folder."""
+    return str(out.path.parent.parent if out.harness == "lm-eval" else out.path.parent)
+
+
+def _by_place(model: str, outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
+    """A model's outputs: one group, or one per place where a task of one harness and setting was
+    found in two places (two runs of the same model, e.g. `runs/a` and `runs/b`), named by the place."""
+    places: dict[tuple[str, str, Settings], set[str]] = {}
     for out in outputs:
-        prev = seen.setdefault((out.task, out.harness, out.settings), out)
-        if prev is not out:
-            raise ValueError(
-                f"{lm_eval_task_name(out.task)} of model {model!r} found twice: {prev.path} ({prev.harness}) and "
-                f"{out.path} ({out.harness}); give one of them"
-            )
+        places.setdefault((out.task, out.harness, out.settings), set()).add(place_of(out))
+    if all(len(p) == 1 for p in places.values()):
+        return [("", list(outputs))]
+    groups: dict[str, list[TaskOutput]] = {}
+    for out in outputs:
+        groups.setdefault(place_of(out), []).append(out)
+    return sorted(groups.items())
+
+
+def _given_once(found: Sequence[tuple[int, str | Path, TaskOutput]]) -> None:
+    """The same output read under two of the given paths (one path twice, a folder and a folder or
+    file in it) would stand twice in the report, as two runs that agree."""
+    seen: dict[Path, tuple[int, str | Path]] = {}
+    for i, raw, out in found:
+        first = seen.setdefault(out.path.resolve(), (i, raw))
+        if first[0] != i:
+            raise ValueError(f"{out.path} is found under both {first[1]} and {raw}: give each results path once")
 
 
 def _by_harness(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
@@ -119,19 +139,22 @@ def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
     """Every model's newest biasmonkey outputs per setting under the given paths, records read, in name order.
 
     Errors name the path: a path that does not exist or holds no biasmonkey output, a file that
-    cannot be read, the same task of one model found twice in one harness (in two folders with one
-    setting)."""
+    cannot be read, one output under two of the given paths. A model run with one setting in two
+    places (two output folders) gives an entry per place, named by it ("tiny [runs/a]")."""
     names = dict(names or {})
-    by_model: dict[str, list[TaskOutput]] = {}
-    for raw in paths:
-        found = newest(scan(raw))
-        if not found:
+    found: list[tuple[int, str | Path, TaskOutput]] = []
+    for i, raw in enumerate(paths):
+        outputs = newest(scan(raw))
+        if not outputs:
             raise ValueError(
                 f"{raw}: no biasmonkey outputs (lm-eval samples_biasmonkey_*.jsonl written with --log_samples, "
                 "or Inspect logs of biasmonkey/ tasks)"
             )
-        for out in found:
-            by_model.setdefault(out.model, []).append(out)
+        found += [(i, raw, out) for out in outputs]
+    _given_once(found)
+    by_model: dict[str, list[TaskOutput]] = {}
+    for _, _, out in found:
+        by_model.setdefault(out.model, []).append(out)
     models: dict[str, ModelResults] = {}
     named: dict[str, str] = {}
     for model, outputs in by_model.items():
@@ -141,11 +164,14 @@ def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None
                 f"models {other!r} and {model!r} both have the short name {name!r}; "
                 f"tell them apart with --name {model}=OTHER_NAME"
             )
-        _check_once(model, outputs)
-        for suffix, group in _entries(outputs):
-            label = f"{name} ({suffix})" if suffix else name
-            entry = models[label] = ModelResults(name=label, model=model, config=dict(group[0].config))
-            entry.sources = {lm_eval_task_name(out.task): out for out in group}
+        for place, in_place in _by_place(model, outputs):
+            for suffix, group in _entries(in_place):
+                distinct = " ".join(t for t in (f"({suffix})" if suffix else "", f"[{place}]" if place else "") if t)
+                label = f"{name} {distinct}" if distinct else name
+                entry = models[label] = ModelResults(
+                    name=label, model=model, config=dict(group[0].config), distinct=distinct
+                )
+                entry.sources = {lm_eval_task_name(out.task): out for out in group}
     from rich.progress import track
 
     outputs = [(entry, task, out) for entry in models.values() for task, out in sorted(entry.sources.items())]
