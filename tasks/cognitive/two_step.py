@@ -32,6 +32,7 @@ log = logging.getLogger(__name__)
 
 STEP = "two_step"  # document key: DECIDE or EXTRACT
 DECIDE, EXTRACT = "decide", "extract"
+STEP_ONE_FIX = "give the samples file of a step-one run as lm-eval wrote it, or rerun step one"
 
 
 def _samples_name(bias: str) -> re.Pattern[str]:
@@ -45,7 +46,7 @@ def _first_doc(path: Path) -> dict[str, Any]:
     try:
         return json.loads(line)["doc"] if line.strip() else {}
     except (json.JSONDecodeError, KeyError, TypeError) as err:
-        raise DataError(f"{path}, line 1: not an lm-eval sample ({err})") from err
+        raise DataError(f"{path}, line 1: not an lm-eval sample ({err}); {STEP_ONE_FIX}") from err
 
 
 def step_one_file(path: str | Path, bias: str) -> Path:
@@ -79,9 +80,9 @@ def read_step_one(path: Path) -> dict[str, tuple[dict[str, Any], tuple[str, str]
                 sample = json.loads(line)
                 doc, answers = sample["doc"], sample["filtered_resps"]
             except (json.JSONDecodeError, KeyError, TypeError) as err:
-                raise DataError(f"{path}, line {number}: not an lm-eval sample ({err})") from err
+                raise DataError(f"{path}, line {number}: not an lm-eval sample ({err}); {STEP_ONE_FIX}") from err
             if doc.get(STEP) != DECIDE or len(answers) != 2 or not all(isinstance(a, str) for a in answers):
-                raise DataError(f"{path}, line {number}: not a step-one sample (two free answers)")
+                raise DataError(f"{path}, line {number}: not a step-one sample (two free answers); {STEP_ONE_FIX}")
             out[doc["id"]] = (doc, (answers[0], answers[1]))
             logged.append(LoggedDoc.of(number, sample))
     try:

@@ -269,3 +269,19 @@ def test_an_inspect_log_with_a_sample_repeated_is_refused(inspect_log: Path, cap
     status, err = summarize(inspect_log.parent, capsys)
     first = log.samples[0]
     assert_refused(status, err, "4 completed samples", "says 3", f"sample {first.id!r} epoch {first.epoch} twice")
+
+
+def test_run_options_this_biasmonkey_does_not_accept_are_refused(
+    copied: tuple[Path, Path], tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """A results file whose run options no longer parse (a mode this version lacks): every reader
+    stops with the file, the task and the fix, never a table read under other options."""
+    samples, results = copied
+    data = json.loads(results.read_text())
+    data["configs"][TASK]["metadata"]["mode"] = "bogus"
+    results.write_text(json.dumps(data))
+    status, err = summarize(samples.parent.parent, capsys)
+    assert_refused(status, err, f"{samples}: the --metadata options logged for acquiescence", "mode='bogus'", "rerun")
+    status = main(["report", str(samples.parent.parent), "--out", str(tmp_path / "report")])
+    err = capsys.readouterr().err
+    assert_refused(status, err, f"{results}: the run options of {TASK}", "mode='bogus'", "rerun the task")

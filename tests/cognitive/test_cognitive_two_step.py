@@ -197,3 +197,12 @@ def test_step_one_samples_are_checked_against_their_run(tmp_path: Path) -> None:
     path.write_text(lines[0])  # the second test's line lost
     with pytest.raises(DataError, match=r"1 samples for .* says 2: doc_id 1 missing; .*restore the samples file"):
         lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)
+    # a line that is no sample, or a sample of no step one: the line and the fix
+    path.write_text(lines[0] + "{not json\n")
+    with pytest.raises(DataError, match=r"line 2: not an lm-eval sample \(.*\); give the samples file of a step-one"):
+        lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)
+    second = json.loads(lines[1])
+    second["filtered_resps"] = ["only one answer"]
+    path.write_text(lines[0] + json.dumps(second) + "\n")
+    with pytest.raises(DataError, match=r"line 2: not a step-one sample \(two free answers\); .*or rerun step one"):
+        lm_eval_run(ScriptLM(script), [TASK], decisions=str(path), **HASH)

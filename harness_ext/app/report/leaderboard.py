@@ -218,7 +218,10 @@ def _options(family: Any, run: SourceRun, task: str) -> Any:
     try:
         return family.options_type.from_mapping({k: v for k, v in values.items() if k in usable}, harness)
     except (TypeError, ValueError) as err:
-        raise ValueError(f"{run.path}: the options of {task} ({err})") from err
+        raise ValueError(
+            f"{run.path}: the run options of {task} are not ones this biasmonkey accepts ({err}); rerun the task "
+            "with this biasmonkey, or report it with the biasmonkey that ran it"
+        ) from err
 
 
 def _table_row(tables: Mapping[str, pd.DataFrame], name: str, **keys: Any) -> dict[str, Any]:
