@@ -4,17 +4,20 @@ options type, its metric table as one registered `@metric`, and reading the top 
 from __future__ import annotations
 
 import inspect
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from inspect_ai import Task, task
-from inspect_ai.model import ModelOutput
+from inspect_ai.model import GenerateConfig, Model, ModelOutput
 from inspect_ai.scorer import Metric, SampleScore, metric
 
 from biasmonkey.metrics.top_logprobs import check_top_logprobs
 from biasmonkey.tasks.contract import Family, LoggedScore, mean_stderr, reported
 from biasmonkey.tasks.contract import Metric as FamilyMetric
+
+logger = logging.getLogger(__name__)
 
 
 def register_tasks(
@@ -117,6 +120,38 @@ class LogprobsUnavailable(RuntimeError):
 
 
 SAMPLING_ALTERNATIVE = "or run the sampling protocol with -T mode=sample"
+
+
+def hf_vocabulary(model: Model) -> int | None:
+    """How many alternatives an `hf/` model's top log-probabilities can hold: its vocabulary (None:
+    another provider, which says itself how many it gives)."""
+    if not str(model).startswith("hf/"):
+        return None
+    api = model.api
+    return min(len(api.tokenizer), api.model.config.vocab_size)  # type: ignore[attr-defined]
+
+
+_CAPPED: set[tuple[str, int]] = set()  # (model, top_logprobs) already said
+
+
+def answer_logprobs_config(model: Model, top_logprobs: int) -> GenerateConfig:
+    """One token with its `top_logprobs` alternatives. An `hf/` model has at most its vocabulary:
+    a larger -T top_logprobs reads the whole distribution (what it asks for), said once per model,
+    where the provider's top-k would stop the eval on every sample."""
+    vocabulary = hf_vocabulary(model)
+    if vocabulary is not None and top_logprobs > vocabulary:
+        if (str(model), top_logprobs) not in _CAPPED:
+            _CAPPED.add((str(model), top_logprobs))
+            logger.warning(
+                "model %s: top_logprobs=%d is more than its vocabulary of %d tokens; reading all %d (the whole "
+                "distribution)",
+                model,
+                top_logprobs,
+                vocabulary,
+                vocabulary,
+            )
+        top_logprobs = vocabulary
+    return GenerateConfig(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
 
 
 def first_token_top_logprobs(

@@ -19,11 +19,12 @@ from typing import Any
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import GenerateConfig, get_model
+from inspect_ai.model import get_model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from biasmonkey.harness_ext.inspect.common import (
+    answer_logprobs_config,
     family_metrics,
     first_token_top_logprobs,
     register_tasks,
@@ -67,7 +68,7 @@ def answer_position_logprobs(top_logprobs: int = DEFAULT_TOP_LOGPROBS) -> Solver
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
-        config = GenerateConfig(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
+        config = answer_logprobs_config(model, top_logprobs)
         state.output = await model.generate(state.input_text, config=config)
         top = first_token_top_logprobs(state.output, str(model), LOGPROBS_ONLY)
         logprobs, n_imputed = spelling_logprobs(top, CONTINUATIONS)

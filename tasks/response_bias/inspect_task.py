@@ -20,6 +20,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from biasmonkey.harness_ext.inspect.common import (
+    answer_logprobs_config,
     family_metrics,
     first_token_top_logprobs,
     most_likely,
@@ -75,7 +76,7 @@ def paired_answers(
         prompts = {"q": state.input_text, "qp": state.metadata["qp_prompt"]}
         for side, prompt in prompts.items():
             if mode == "exact":
-                config = GenerateConfig(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
+                config = answer_logprobs_config(model, top_logprobs)
                 output = await model.generate(prompt, config=config)
                 state.store.set(f"{side}_top_logprobs", first_token_top_logprobs(output, str(model)))
             else:

@@ -37,14 +37,16 @@ from weakref import WeakKeyDictionary
 
 from inspect_ai import Epochs, Task
 from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.model import ChatMessageUser, GenerateConfig, Model, get_model
+from inspect_ai.model import ChatMessageUser, Model, get_model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import concurrency
 
 from biasmonkey.harness_ext.inspect.common import (
+    answer_logprobs_config,
     family_metrics,
     first_token_top_logprobs,
+    hf_vocabulary,
     register_tasks,
     renormalised,
 )
@@ -103,10 +105,6 @@ class NoContext:
 _NO_CONTEXT: WeakKeyDictionary[Model, dict[tuple[str | None, int], NoContext]] = WeakKeyDictionary()
 
 
-def _logprobs_config(top_logprobs: int) -> GenerateConfig:
-    return GenerateConfig(max_tokens=1, logprobs=True, top_logprobs=top_logprobs)
-
-
 def hf_null_prompt(tokenizer: Any, render: Callable[[str], str]) -> str:
     """The prompt text that makes a transformers model see only its prefix token (BOS, else EOS).
 
@@ -160,10 +158,8 @@ def no_context_top_logprobs(model: Model, top_logprobs: int) -> int:
     """How many alternatives the no-context request asks for: an hf/ model returns its whole
     vocabulary (one request per model, and no continuation imputed), other providers the
     task's top_logprobs."""
-    if not _is_hf(model):
-        return top_logprobs
-    api = model.api
-    return min(len(api.tokenizer), api.model.config.vocab_size)  # type: ignore[attr-defined]
+    vocabulary = hf_vocabulary(model)
+    return top_logprobs if vocabulary is None else vocabulary
 
 
 async def measure_no_context(model: Model, null_prompt: str | None, top_logprobs: int) -> NoContext:
@@ -172,7 +168,9 @@ async def measure_no_context(model: Model, null_prompt: str | None, top_logprobs
         warn_multi_token_continuations(model.api.tokenizer, str(model))  # type: ignore[attr-defined]
     prompt = default_null_prompt(model) if null_prompt is None else null_prompt
     try:
-        output = await model.generate(prompt, config=_logprobs_config(no_context_top_logprobs(model, top_logprobs)))
+        output = await model.generate(
+            prompt, config=answer_logprobs_config(model, no_context_top_logprobs(model, top_logprobs))
+        )
     except Exception as err:
         raise RuntimeError(
             f"model {model} failed on the no-context prompt null_prompt={prompt!r} of the Generic correction "
@@ -203,7 +201,7 @@ def yesno_logprobs(top_logprobs: int = DEFAULT_TOP_LOGPROBS, null_prompt: str | 
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         model = get_model()
-        state.output = await model.generate(state.input_text, config=_logprobs_config(top_logprobs))
+        state.output = await model.generate(state.input_text, config=answer_logprobs_config(model, top_logprobs))
         top = first_token_top_logprobs(state.output, str(model), LOGPROBS_ONLY)
         logprobs, n_imputed = spelling_logprobs(top, CONTINUATIONS)
         null = await no_context(model, null_prompt, top_logprobs)

@@ -127,3 +127,35 @@ def test_the_tiny_model_with_spellings_outside_the_top_k(tiny_model: Path, tmp_p
         total += q_missing + qp_missing
     assert total > 0  # the case the test is about: some spelling ranks below 800
     assert metrics(read_eval_log(part_location))["imputed_options"] == total
+
+
+@pytest.mark.parametrize(
+    "task", ["biasmonkey/acquiescence", "biasmonkey/yesno_comps", "biasmonkey/answer_position_anatomy"]
+)
+def test_top_logprobs_above_the_vocabulary_reads_the_whole_distribution(
+    tiny_model: Path, tmp_path: Path, task: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """-T top_logprobs larger than an hf/ model's vocabulary (the provider's top-k stopped every
+    sample): the whole distribution, the same records as top_logprobs = the vocabulary, said once."""
+    vocab = len(AutoTokenizer.from_pretrained(tiny_model))
+    above_vocab = vocab + 5000 + len(task)  # said once per model and number: another number per task
+
+    def records(top_logprobs: int) -> list:
+        (log,) = inspect_eval(
+            task,
+            model=f"hf/{tiny_model}",
+            model_args={"device": "cpu", "dtype": "float64", **RAW_PROMPT},
+            limit=2,
+            task_args={"top_logprobs": top_logprobs},
+            log_dir=str(tmp_path / str(top_logprobs)),
+            display="none",
+            max_connections=1,
+        )
+        assert log.status == "success", log.error
+        return records_from_eval_log(log.location)
+
+    with caplog.at_level("WARNING"):
+        above = records(above_vocab)
+    said = [r for r in caplog.records if f"top_logprobs={above_vocab} is more than its vocabulary" in r.getMessage()]
+    assert len(said) == 1 and f"reading all {vocab}" in said[0].getMessage()
+    assert above == records(vocab)
