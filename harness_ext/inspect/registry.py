@@ -19,7 +19,10 @@ from inspect_ai.scorer import Scorer
 from inspect_ai.scorer._scorer import scorer_register  # registers a name as given, without the package prefix
 from inspect_ai.util import registry_info
 
+from biasmonkey.harness_ext import short_errors
 from biasmonkey.tasks.families import FAMILIES, family_module
+
+short_errors.install()  # inspect eval: an error in a task's options or data is one line
 
 ADAPTERS = {name: family_module(name, "inspect_task") for name in FAMILIES}
 

@@ -15,7 +15,10 @@ from typing import Any, ClassVar
 import datasets
 from lm_eval.api.task import ConfigurableTask
 
+from biasmonkey.harness_ext import short_errors
 from biasmonkey.tasks.contract import Family, Metric, base_task_name, reported
+
+short_errors.install()  # stock lm_eval: an error in a task's options or data is one line
 
 
 def family_dataset(family: Family, arguments: dict[str, Any]) -> datasets.DatasetDict:
