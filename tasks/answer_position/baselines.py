@@ -10,23 +10,43 @@ pinned upstream files; upstream ombbhatt/logprobs-bias-correct @ 48591bb, `outpu
   means in percent, rounded to 4 decimals (`model_summaries`).
 
 Column names follow the family's metrics: accuracy, rstd, recall_A … and their `_specific` versions.
+The JSON files are checked as they are read (`tasks/yesno/baselines.py`): a file that is not JSON,
+whose subjects are not the 57 MMLU subjects, or an entry with a number missing or not finite, is a
+DataError naming the file, the entry and the fix.
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pandas as pd
 
+from biasmonkey.tasks.answer_position.data import MMLU_DOMAINS
 from biasmonkey.tasks.answer_position.prompts import LETTERS, PROMPTS
 from biasmonkey.tasks.fetch import DataError
-from biasmonkey.tasks.yesno.baselines import MODEL_FAMILIES, available, reference_dir
+from biasmonkey.tasks.yesno.baselines import (
+    MODEL_FAMILIES,
+    RESTORE,
+    available,
+    number,
+    read_summary,
+    reference_dir,
+    summary_path,
+)
 
 __all__ = ["MODEL_FAMILIES", "available", "model_summaries", "reference_dir", "subject_results"]
 
 METRICS = ("accuracy", "accuracy_specific", "rstd", "rstd_specific")
 RECALLS = tuple(f"recall_{x}" for x in LETTERS) + tuple(f"recall_{x}_specific" for x in LETTERS)
+# Each column's field in the authors' per-subject entries (a recall: the letter within its dict).
+FIELDS: dict[str, tuple[str, ...]] = {
+    "accuracy": ("plain_acc",),
+    "accuracy_specific": ("kfold_acc",),
+    "rstd": ("plain_rstd",),
+    "rstd_specific": ("kfold_rstd",),
+    **{f"recall_{x}": ("plain_recalls", x) for x in LETTERS},
+    **{f"recall_{x}_specific": ("kfold_recalls", x) for x in LETTERS},
+}
 # The summaries' columns, as named here.
 SUMMARY_COLUMNS = {
     "Family": "family",
@@ -52,24 +72,20 @@ def subject_results(prompt: str, root: Path | str | None = None) -> pd.DataFrame
     _check_prompt(prompt)
     rows = []
     for family in MODEL_FAMILIES:
-        path = reference_dir(root) / "summary_jsons" / f"{prompt}_{family}_mmlu.json"
-        if not path.is_file():
-            raise DataError(f"{path}: missing (the authors' per-subject MMLU results)")
-        for subject, models in json.loads(path.read_text()).items():
+        path = summary_path(prompt, family, "mmlu", root)
+        found = read_summary(path)
+        if set(found) != set(MMLU_DOMAINS):
+            missing = [s for s in MMLU_DOMAINS if s not in found]
+            extra = [s for s in found if s not in MMLU_DOMAINS]
+            raise DataError(
+                f"{path}: its subjects are not the 57 MMLU subjects (missing {missing[:5] or 'none'}, "
+                f"unexpected {extra[:5] or 'none'}); {RESTORE}"
+            )
+        for subject, models in found.items():
             for model, r in models.items():
-                rows.append(
-                    {
-                        "family": family,
-                        "model": model,
-                        "subject": subject,
-                        "accuracy": r["plain_acc"],
-                        "accuracy_specific": r["kfold_acc"],
-                        "rstd": r["plain_rstd"],
-                        "rstd_specific": r["kfold_rstd"],
-                        **{f"recall_{x}": r["plain_recalls"][x] for x in LETTERS},
-                        **{f"recall_{x}_specific": r["kfold_recalls"][x] for x in LETTERS},
-                    }
-                )
+                entry = f"{subject}/{model}"
+                values = {column: number(path, entry, r, *keys) for column, keys in FIELDS.items()}
+                rows.append({"family": family, "model": model, "subject": subject} | values)
     return pd.DataFrame(rows)
 
 

@@ -67,8 +67,10 @@ def baseline_table(prompt: str, root: Any = None, subjects: Sequence[str] | None
     per_subject = baselines.subject_results(prompt, root)
     if subjects is not None:
         per_subject = per_subject[per_subject["subject"].isin(set(subjects))]
-    means = per_subject.groupby(["family", "model"], sort=False)[list(baselines.METRICS)].mean().reset_index()
-    means["subjects"] = per_subject.groupby(["family", "model"], sort=False).size().to_numpy()
+    groups = per_subject.groupby(["family", "model"], sort=False)
+    # NaN where a subject has no value: a mean is over all the subjects that `subjects` counts
+    means = groups[list(baselines.METRICS)].agg(lambda column: column.mean(skipna=False)).reset_index()
+    means["subjects"] = groups.size().to_numpy()
     means["prompt"], means["source"] = prompt, AUTHORS
     means["delta_pct_accuracy_specific"] = [
         relative_change(b, c) for b, c in zip(means["accuracy"], means["accuracy_specific"])

@@ -4,7 +4,10 @@ The published dataset (`tum-nlp/cognitive-biases-in-llms` on the Hugging Face Hu
 has one row per test with the columns bias, scenario, control, treatment and metric_params
 (a dict with k, x_1, x_2). Control and treatment are full prompts ending with the option list
 "Option 1: …", "Option 2: …"; answers are zero-based indices into that list, and so are x_1 and
-x_2 (of the control and treatment options): a row whose x lies outside [0, n − 1] is refused.
+x_2 (of the control and treatment options): a row whose x lies outside [0, n − 1] is refused, and
+so is a blank option, a control and treatment with different option counts (the authors' tests
+give both sides the same number) and a test that appears twice in a file. Line ends are
+read as "\n" (a CRLF copy gives the same tests, ids and option orders as the LF file).
 
 Where the tests come from, first match wins:
 1. an explicit local file (`data_path`, CSV or parquet);
@@ -116,8 +119,8 @@ class Question:
 
 
 def parse_question(text: str, where: str) -> Question:
-    """Split a published prompt into its stem and its trailing "Option N: …" lines."""
-    text = text.replace("\r\n", "\n").rstrip()
+    """Split a published prompt into its stem and its trailing "Option N: …" lines (each with a text)."""
+    text = text.rstrip()
     block = _OPTION_BLOCK.search(text)
     options = _OPTION_LINE.findall(block.group(0)) if block else []
     numbers_found = [int(number) for number, _ in options]
@@ -126,6 +129,9 @@ def parse_question(text: str, where: str) -> Question:
             f"{where}: the option list does not parse (found option numbers {numbers_found or 'none'}; "
             f"expected lines 'Option 1: …', 'Option 2: …', … at the end of the prompt)"
         )
+    blank = [number for number, option in options if not option.strip()]
+    if blank:
+        raise DataError(f"{where}: Option {blank[0]} has no text; give every option its text, or drop the row")
     stem = text[: block.start()].removesuffix("\n")
     if not stem.strip():
         raise DataError(f"{where}: the prompt has options but no text before them")
@@ -215,7 +221,10 @@ class CognitiveTest:
 
 
 def _text(value: Any) -> str:
-    return "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    """A cell as text, its line ends "\n" (CRLF and lone CR as well), so a copy saved with other line
+    ends gives the same tests and ids."""
+    text = "" if value is None or (isinstance(value, float) and pd.isna(value)) else str(value)
+    return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
 def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
@@ -224,7 +233,7 @@ def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
     if missing:
         raise DataError(f"{source}: missing column(s) {missing}; found {list(table.columns)}")
     tests: list[CognitiveTest] = []
-    seen: dict[str, int] = {}
+    seen: dict[str, int] = {}  # test id -> its row
     for row, values in enumerate(table[list(COLUMNS)].itertuples(index=False), start=1):
         where = f"{source}, row {row}"
         bias_value, scenario, control, treatment = (_text(v) for v in values[:4])
@@ -237,15 +246,24 @@ def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
         k, x_1, x_2 = parse_metric_params(values[4], where)
         control_q = parse_question(control, f"{where}, column 'control'")
         treatment_q = parse_question(treatment, f"{where}, column 'treatment'")
+        if len(control_q.options) != len(treatment_q.options):
+            raise DataError(
+                f"{where}: the control has {len(control_q.options)} options and the treatment "
+                f"{len(treatment_q.options)}; the authors' tests give both sides the same number (an option line "
+                "lost?): correct the row, or drop it"
+            )
         check_references(k, x_1, x_2, control_q, treatment_q, where)
         # A content hash: the same test gets the same id (and option order) in any file or subset.
         digest = hashlib.sha256(
             "\x1f".join([slug, scenario, control, treatment, f"{k},{x_1},{x_2}"]).encode()
         ).hexdigest()
         test_id = f"{slug}-{digest[:12]}"
-        seen[test_id] = seen.get(test_id, 0) + 1
-        if seen[test_id] > 1:  # an exact duplicate row keeps its own stable id
-            test_id = f"{test_id}-{seen[test_id]}"
+        if test_id in seen:
+            raise DataError(
+                f"{source}: rows {seen[test_id]} and {row} are the same test (bias, scenario, control, treatment "
+                "and metric_params alike); it would be run and counted twice: drop one of them"
+            )
+        seen[test_id] = row
         tests.append(CognitiveTest(test_id, slug, scenario, control_q, treatment_q, k, x_1, x_2, source, row))
     if not tests:
         raise DataError(f"{source}: no rows")

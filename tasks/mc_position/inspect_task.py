@@ -70,6 +70,7 @@ from biasmonkey.tasks.mc_position.prompts import (
     LETTERS,
     MAX_OPTIONS,
     MIN_OPTIONS,
+    check_options,
     cyclic_order,
     lettered_prompt,
     shifts_for,
@@ -179,6 +180,10 @@ def item_samples(inner: Task, inner_name: str, options: PositionOptions) -> list
         if item_id in seen:
             raise InnerTaskError(f"{where}: two samples with this id; give every sample a unique id (or none)")
         seen.add(item_id)
+        try:
+            check_options(choices, where)
+        except ValueError as err:
+            raise InnerTaskError(str(err)) from None
         n, gold, question = len(choices), gold_index(sample, choices, where), question_text(sample, where)
         if n not in content_free:
             content_free[n] = _sample(CONTENT_FREE, f"content_free_{n}", "content_free", n, -1, 0, [CONTENT_FREE] * n)

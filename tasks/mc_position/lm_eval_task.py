@@ -34,6 +34,7 @@ from biasmonkey.tasks.mc_position.prompts import (
     CONTENT_FREE,
     LETTERS,
     check_option_count,
+    check_options,
     cyclic_order,
     lettered_prompt,
     shifts_for,
@@ -163,6 +164,7 @@ class PositionTask(ConfigurableTask):
             options = list(_get(doc, self.options_field)) if self.options_field else choices
             if len(options) != n:
                 raise ValueError(f"{where}: {len(options)} options for {n} lettered choices")
+            check_options(options, where)
             item_id = f"{self.inner}-{index}"
             if n not in content_free:
                 blank = _blanked(doc)  # the prompt format kept, every text N/A (Zhao et al.)

@@ -57,3 +57,20 @@ def lettered_prompt(question: str, options: Sequence[str]) -> str:
     """The question, each option on its own line after its letter ("A. …"), then "Answer:"."""
     lines = [without_answer_cue(question), *(f"{x}. {o}" for x, o in zip(LETTERS, options)), ANSWER_CUE]
     return "\n".join(lines)
+
+
+def check_options(options: Sequence[str], where: str) -> None:
+    """ValueError unless every option has a text and no two are the same (after stripping spaces): a
+    blank option would be asked as an empty line, and of two identical options only the gold one counts
+    as right."""
+    texts = [str(option).strip() for option in options]
+    fix = "correct or drop the document (e.g. in the wrapped task's process_docs)"
+    for i, text in enumerate(texts):
+        if not text:
+            raise ValueError(f"{where}: option {LETTERS[i]} (choice {i}) is blank; {fix}")
+        if text in texts[:i]:
+            first = texts.index(text)
+            raise ValueError(
+                f"{where}: options {LETTERS[first]} and {LETTERS[i]} (choices {first} and {i}) are the same text "
+                f"{text[:60]!r}, so choosing the copy that is not the gold one would be scored wrong; {fix}"
+            )

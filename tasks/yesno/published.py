@@ -19,14 +19,13 @@ by item (`biasmonkey compare RUN --published yesno` says so).
 from __future__ import annotations
 
 import difflib
-import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from biasmonkey.tasks.contract import PublishedBiases
 from biasmonkey.tasks.fetch import DATA_DIR_ENV, DataError
-from biasmonkey.tasks.yesno.baselines import MODEL_FAMILIES, REFERENCE
+from biasmonkey.tasks.yesno.baselines import MODEL_FAMILIES, REFERENCE, number, read_summary
 from biasmonkey.tasks.yesno.prompts import PROMPTS
 
 # Table 1's sets, in its order; MMLU's "bias" is the RStd of the four letter recalls.
@@ -78,23 +77,6 @@ def summary_dir() -> Path:
     return path
 
 
-def read_summary(folder: Path, prompt: str, family: str, dataset: str) -> dict[str, dict[str, dict]]:
-    """One summary file: {domain: {model: numbers}}."""
-    path = folder / f"{prompt}_{family}_{dataset}.json"
-    try:
-        found = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise DataError(
-            f"missing file {path} (the authors' released results; {DATA_DIR_ENV} must name a complete copy of "
-            f"the shared data folder)"
-        ) from None
-    except (OSError, ValueError) as err:
-        raise DataError(f"{path}: unreadable ({err})") from None
-    if not isinstance(found, dict) or not all(isinstance(m, dict) for m in found.values()):
-        raise DataError(f"{path}: expected {{domain: {{model: numbers}}}}")
-    return found
-
-
 def selected(selection: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(prompt types, sets) that `selection` names (each: all where it names none); an unknown word is
     an error with a suggestion."""
@@ -127,12 +109,10 @@ def published_biases(selection: Sequence[str] = ()) -> PublishedBiases:
             field = FIELDS.get(dataset, DEFAULT_FIELD)
             for family in MODEL_FAMILIES:
                 path = folder / f"{prompt}_{family}_{dataset}.json"
-                for domain, by_model in read_summary(folder, prompt, family, dataset).items():
+                for domain, by_model in read_summary(path).items():  # checked as the report reads them
                     for model, numbers in by_model.items():
-                        value = numbers.get(field) if isinstance(numbers, dict) else None
-                        if not isinstance(value, (int, float)):
-                            raise DataError(f"{path}: {domain}/{model} has no number {field!r}")
-                        models.setdefault(model, {}).setdefault(row, {})[domain] = float(value)
+                        value = number(path, f"{domain}/{model}", numbers, field)
+                        models.setdefault(model, {}).setdefault(row, {})[domain] = value
     return PublishedBiases(
         models=models,
         pairs=MODEL_PAIRS,

@@ -40,6 +40,25 @@ def test_model_summaries_are_unweighted_means_over_subjects(data_dir: Path, prom
     assert max(abs(rstd[m] - table.loc[m, "rstd"]) for m in rstd.index) > 1e-3
 
 
+def test_a_subject_without_a_value_is_never_left_out_of_a_mean(data_dir: Path, monkeypatch) -> None:
+    """A model's mean is over every subject its `subjects` counts: NaN when one has no value (read
+    files refuse such a value; this guards the aggregation itself), never the mean of the others."""
+    per_subject = baselines.subject_results("zeroshot")
+    gap = per_subject.index[(per_subject["model"] == "Qwen1.5-7B") & (per_subject["subject"] == "anatomy")]
+    monkeypatch.setattr(
+        baselines,
+        "subject_results",
+        lambda prompt, root=None: per_subject.assign(
+            accuracy=per_subject["accuracy"].mask(per_subject.index.isin(gap))
+        ),
+    )
+    table = report.baseline_table("zeroshot").set_index("model")
+    assert table.loc["Qwen1.5-7B", "subjects"] == 57 and math.isnan(table.loc["Qwen1.5-7B", "accuracy"])
+    assert math.isnan(table.loc["Qwen1.5-7B", "delta_pct_accuracy_specific"])
+    assert table.loc["Qwen1.5-7B", "rstd"] == pytest.approx(per_subject.groupby("model")["rstd"].mean()["Qwen1.5-7B"])
+    assert table.drop(index="Qwen1.5-7B")["accuracy"].notna().all()
+
+
 def _subject_sizes() -> list[int]:
     from biasmonkey.tasks.answer_position.data import load_mmlu
 

@@ -145,7 +145,27 @@ def test_missing_data_is_one_clear_message(
     folder.mkdir(parents=True)
     monkeypatch.setenv(DATA_ENV, str(tmp_path))
     err = error(["--published", "yesno:comps"], capsys)
-    assert f"missing file {folder / 'zeroshot_falcon_comps.json'}" in err
+    assert f"{folder / 'zeroshot_falcon_comps.json'}: missing (the authors' released results)" in err
+
+
+def test_a_damaged_value_is_named(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    """A bias written as null or "0.3" in a copy of the authors' file: the file, the entry and the fix,
+    never a row without that model or a traceback (checked as the report reads the same files)."""
+    import json
+    import shutil
+
+    shutil.copytree(data_dir / "yesno" / "reference", tmp_path / "yesno" / "reference")
+    path = tmp_path / "yesno" / "reference" / "summary_jsons" / "zeroshot_qwen_comps.json"
+    found = json.loads(path.read_text())
+    model = sorted(found["comps"])[0]
+    monkeypatch.setenv(DATA_ENV, str(tmp_path))
+    for value, shown in ((None, "null"), ("0.3", '"0.3"')):
+        found["comps"][model]["plain_bias"] = value
+        path.write_text(json.dumps(found))
+        err = error(["--published", "yesno:zeroshot,comps"], capsys)
+        assert f"{path}: entry comps/{model}: plain_bias is {shown}, not a finite number; restore" in err
 
 
 def test_refused_requests(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

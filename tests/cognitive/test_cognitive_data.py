@@ -3,6 +3,7 @@ copies, $BIASMONKEY_DATA_DIR, the (mocked) Hub path, bad input; option order and
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import random
 from collections import Counter
@@ -91,10 +92,52 @@ def test_ids_are_content_hashes_that_survive_subsets_and_parquet(tmp_path: Path)
     assert load_tests(parquet)[5].treatment == every[5].treatment
 
 
-def test_duplicate_rows_keep_distinct_stable_ids(tmp_path: Path) -> None:
-    tests = load_tests(write_csv(tmp_path, fixture_table().iloc[[0, 0, 1]]))
-    assert tests[1].id == f"{tests[0].id}-2"
-    assert len({t.id for t in tests}) == 3
+# The fixture's 60 ids (sha256 of them joined by spaces), as the loader gave them before line ends
+# were normalised: an LF file's ids must never change (they seed the option order and pair records).
+FIXTURE_IDS_SHA256 = "f0966e1df651c0a3fd27abdbeac9e27572e842904efd86ec157f146beaf5feb4"
+
+
+def test_line_ends_do_not_change_ids_texts_or_option_order(tmp_path: Path) -> None:
+    every = load_tests(FIXTURES)
+    ids = [t.id for t in every]
+    assert ids[:2] == ["anchoring-e5c57a2ad4dd", "anchoring-490fac70349f"]
+    assert hashlib.sha256(" ".join(ids).encode()).hexdigest() == FIXTURE_IDS_SHA256
+    for name, line_end in (("crlf.csv", b"\r\n"), ("cr.csv", b"\r")):  # saved on Windows, on an old Mac
+        path = tmp_path / name
+        path.write_bytes(FIXTURES.read_bytes().replace(b"\n", line_end))
+        copy = load_tests(path)
+        assert [t.id for t in copy] == ids, path.name
+        assert [(t.scenario, t.control, t.treatment) for t in copy] == [
+            (t.scenario, t.control, t.treatment) for t in every
+        ]
+        for seed in (0, 7):  # reversal=hash: a coin per (seed, id)
+            assert [is_reversed(seed, t.id) for t in copy] == [is_reversed(seed, t.id) for t in every]
+
+
+def test_a_duplicated_row_is_refused_naming_both_rows(tmp_path: Path) -> None:
+    """The fixture has no two identical tests (the published dataset, 1,000 distinct generations per
+    bias, should not either): a repeated row would be run and counted twice."""
+    assert len({t.id for t in load_tests(FIXTURES)}) == 60
+    with pytest.raises(DataError, match=r"tests.csv: rows 2 and 4 are the same test .*drop one of them"):
+        load_tests(write_csv(tmp_path, fixture_table().iloc[[1, 0, 2, 0]]))
+
+
+def test_a_blank_option_is_refused_naming_row_and_column(tmp_path: Path) -> None:
+    for blank in ("Option 5: ", "Option 5:"):
+        table = fixture_table()
+        assert "Option 5: 40%" in table.loc[0, "treatment"]
+        table.loc[0, "treatment"] = table.loc[0, "treatment"].replace("Option 5: 40%", blank)
+        with pytest.raises(DataError, match=r"tests.csv, row 1, column 'treatment': Option 5 has no text"):
+            load_tests(write_csv(tmp_path, table))
+
+
+def test_control_and_treatment_with_different_option_counts_are_refused(tmp_path: Path) -> None:
+    tests = load_tests(FIXTURES)
+    assert all(len(t.control.options) == len(t.treatment.options) for t in tests)  # as every template gives
+    table = fixture_table()
+    table.loc[0, "treatment"] = table.loc[0, "treatment"].replace("\nOption 11: 100%", "")  # an option line lost
+    with pytest.raises(DataError, match=r"tests.csv, row 1: the control has 11 options and the treatment 10"):
+        load_tests(write_csv(tmp_path, table))
 
 
 @pytest.mark.parametrize(

@@ -74,6 +74,16 @@ def one_choice():
 @task
 def two_answers():
     return Task(dataset=MemoryDataset([Sample(input="Pick.", choices=["a", "b"], target=["A", "B"], id="q1")]))
+
+
+@task
+def blank_choice():
+    return Task(dataset=MemoryDataset([Sample(input="Pick.", choices=["a", " ", "c"], target="A", id="q1")]))
+
+
+@task
+def same_choices():
+    return Task(dataset=MemoryDataset([Sample(input="2 + 2?", choices=["4", "5", "4 ", "6"], target="C", id="q1")]))
 """
 
 LM_EVAL_YAML = """\
@@ -97,7 +107,7 @@ LM_EVAL_TASK = f"biasmonkey_position_{NAME}"
 
 @pytest.fixture(scope="module")
 def task_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The Inspect tasks: `posmc` over ITEMS and three that cannot be wrapped."""
+    """The Inspect tasks: `posmc` over ITEMS and five that cannot be wrapped."""
     path = tmp_path_factory.mktemp("inspect-tasks") / "mc_tasks.py"
     path.write_text(textwrap.dedent(TASK_FILE).format(items=ITEMS, targets=", ".join(TARGETS), name=NAME))
     return path
@@ -224,6 +234,8 @@ def test_slug_of_an_inspect_spec() -> None:
         ("no_choices", r"task no_choices, sample q1: 0 choices; .* 2 to 26 choices per sample \(Sample\(choices="),
         ("one_choice", r"task one_choice, sample q1: 1 choice; .* 2 to 26 choices"),
         ("two_answers", r"task two_answers, sample q1: 2 targets .* exactly one correct choice"),
+        ("blank_choice", r"task blank_choice, sample q1: option B \(choice 1\) is blank; correct or drop"),
+        ("same_choices", r"task same_choices, sample q1: options A and C \(choices 0 and 2\) are the same text '4'"),
     ],
 )
 def test_a_task_without_one_answer_among_several_choices_is_refused(task_file: Path, inner: str, message: str) -> None:

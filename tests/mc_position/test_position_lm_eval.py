@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,26 @@ def test_an_item_with_one_option_is_named(tmp_path: Path, tiny_model: Path, caps
     err = capsys.readouterr().err
     assert code == 2 and "Traceback" not in err
     assert "one_option, document 2: 1 option; answer-position bias needs 2 to 26 options" in err
+
+
+@pytest.mark.parametrize(
+    ("choices", "label", "message"),
+    [
+        (["Paris", " ", "Rome"], 0, r"option B \(choice 1\) is blank"),
+        (["4", "5", "4", "6"], 2, r"options A and C \(choices 0 and 2\) are the same text '4'"),
+    ],
+)
+def test_a_blank_or_repeated_option_is_named(
+    tmp_path: Path, tiny_model: Path, capsys: pytest.CaptureFixture, choices: list[str], label: int, message: str
+) -> None:
+    items = [*ITEMS[:2], {"question": "Which?", "choices": choices, "label": label}]
+    write_local_task(tmp_path / "own", "bad_options", items=items)
+    code = main(
+        ["plan", "--position-of", "bad_options", "--include-path", str(tmp_path / "own"), "--model", str(tiny_model)]
+    )
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err
+    assert re.search(rf"bad_options, document 2: {message}.*correct or drop the document", err)
 
 
 def test_the_family_is_found_by_the_wrapped_names() -> None:
