@@ -5,8 +5,10 @@ has one row per test with the columns bias, scenario, control, treatment and met
 (a dict with k, x_1, x_2). Control and treatment are full prompts ending with the option list
 "Option 1: …", "Option 2: …"; answers are zero-based indices into that list, and so are x_1 and
 x_2 (of the control and treatment options): a row whose x lies outside [0, n − 1] is refused, and
-so is a blank option, a control and treatment with different option counts (the authors' tests
-give both sides the same number) and a test that appears twice in a file. Line ends are
+so is a blank option and, in a local file, a control and treatment with different option counts
+(the authors' templates give both sides the same number; in the published dataset, a warning). A
+test that appears twice in a file is run twice, as the authors' script runs every row, with a
+warning naming both rows (the second copy's id ends in `-row<N>`). Line ends are
 read as "\n" (a CRLF copy gives the same tests, ids and option orders as the LF file).
 
 Where the tests come from, first match wins:
@@ -227,7 +229,7 @@ def _text(value: Any) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
+def parse_rows(table: pd.DataFrame, source: str, published: bool = False) -> list[CognitiveTest]:
     """Validate every row of a table in the published schema; errors name the source and row."""
     missing = [c for c in COLUMNS if c not in table.columns]
     if missing:
@@ -247,23 +249,31 @@ def parse_rows(table: pd.DataFrame, source: str) -> list[CognitiveTest]:
         control_q = parse_question(control, f"{where}, column 'control'")
         treatment_q = parse_question(treatment, f"{where}, column 'treatment'")
         if len(control_q.options) != len(treatment_q.options):
-            raise DataError(
+            problem = (
                 f"{where}: the control has {len(control_q.options)} options and the treatment "
-                f"{len(treatment_q.options)}; the authors' tests give both sides the same number (an option line "
-                "lost?): correct the row, or drop it"
+                f"{len(treatment_q.options)}; the authors' templates give both sides the same number"
             )
+            if not published:  # a local file: an option line lost
+                raise DataError(f"{problem} (an option line lost?): correct the row, or drop it")
+            log.warning("%s; scored as published", problem)
         check_references(k, x_1, x_2, control_q, treatment_q, where)
         # A content hash: the same test gets the same id (and option order) in any file or subset.
         digest = hashlib.sha256(
             "\x1f".join([slug, scenario, control, treatment, f"{k},{x_1},{x_2}"]).encode()
         ).hexdigest()
         test_id = f"{slug}-{digest[:12]}"
-        if test_id in seen:
-            raise DataError(
-                f"{source}: rows {seen[test_id]} and {row} are the same test (bias, scenario, control, treatment "
-                "and metric_params alike); it would be run and counted twice: drop one of them"
+        if test_id in seen:  # run twice, as the authors' script runs every row, and said
+            first = seen[test_id]
+            log.warning(
+                "%s: rows %d and %d are the same test (bias, scenario, control, treatment and metric_params alike); "
+                "both are run and counted, as every row of the file (drop one to count it once)",
+                source,
+                first,
+                row,
             )
-        seen[test_id] = row
+            test_id = f"{test_id}-row{row}"
+        else:
+            seen[test_id] = row
         tests.append(CognitiveTest(test_id, slug, scenario, control_q, treatment_q, k, x_1, x_2, source, row))
     if not tests:
         raise DataError(f"{source}: no rows")
@@ -322,7 +332,7 @@ def local_copy() -> Path | None:
 @functools.lru_cache(maxsize=8)
 def _load_cached(source: str, revision: str, stamp: tuple[int, int] | None) -> tuple[CognitiveTest, ...]:
     if stamp is None:
-        return tuple(parse_rows(read_hub(revision), f"{HUB_DATASET}@{revision[:12]}"))
+        return tuple(parse_rows(read_hub(revision), f"{HUB_DATASET}@{revision[:12]}", published=True))
     return tuple(parse_rows(read_local(Path(source)), source))
 
 

@@ -114,12 +114,16 @@ def test_line_ends_do_not_change_ids_texts_or_option_order(tmp_path: Path) -> No
             assert [is_reversed(seed, t.id) for t in copy] == [is_reversed(seed, t.id) for t in every]
 
 
-def test_a_duplicated_row_is_refused_naming_both_rows(tmp_path: Path) -> None:
-    """The fixture has no two identical tests (the published dataset, 1,000 distinct generations per
-    bias, should not either): a repeated row would be run and counted twice."""
+def test_a_duplicated_row_is_run_twice_and_said(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The fixture has no two identical tests; a repeated row is run and counted twice, as the
+    authors' script runs every row, never silently: a warning names both rows, and each copy has an
+    id of its own."""
     assert len({t.id for t in load_tests(FIXTURES)}) == 60
-    with pytest.raises(DataError, match=r"tests.csv: rows 2 and 4 are the same test .*drop one of them"):
-        load_tests(write_csv(tmp_path, fixture_table().iloc[[1, 0, 2, 0]]))
+    table = fixture_table().iloc[[1, 0, 2, 0]]
+    with caplog.at_level("WARNING"):
+        tests = load_tests(write_csv(tmp_path, table))
+    assert "tests.csv: rows 2 and 4 are the same test" in caplog.text and "both are run and counted" in caplog.text
+    assert [t.id for t in tests][3] == f"{tests[1].id}-row4" and len({t.id for t in tests}) == 4
 
 
 def test_a_blank_option_is_refused_naming_row_and_column(tmp_path: Path) -> None:
@@ -131,13 +135,23 @@ def test_a_blank_option_is_refused_naming_row_and_column(tmp_path: Path) -> None
             load_tests(write_csv(tmp_path, table))
 
 
-def test_control_and_treatment_with_different_option_counts_are_refused(tmp_path: Path) -> None:
+def test_control_and_treatment_with_different_option_counts_are_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     tests = load_tests(FIXTURES)
     assert all(len(t.control.options) == len(t.treatment.options) for t in tests)  # as every template gives
     table = fixture_table()
     table.loc[0, "treatment"] = table.loc[0, "treatment"].replace("\nOption 11: 100%", "")  # an option line lost
     with pytest.raises(DataError, match=r"tests.csv, row 1: the control has 11 options and the treatment 10"):
         load_tests(write_csv(tmp_path, table))
+
+    # the pinned published dataset is scored as the authors published it, with a warning
+    with caplog.at_level("WARNING"):
+        (test,) = data.parse_rows(table.iloc[[0]], "tum-nlp/cognitive-biases-in-llms@98fd1fd7728b", published=True)
+    assert (
+        "row 1: the control has 11 options and the treatment 10" in caplog.text and "scored as published" in caplog.text
+    )
+    assert (len(test.control.options), len(test.treatment.options)) == (11, 10)
 
 
 @pytest.mark.parametrize(
