@@ -41,7 +41,12 @@ from biasmonkey.tasks.response_bias.report_tables import (
     topic_table,
     uncertainty_table,
 )
-from biasmonkey.tasks.response_bias.summary import TEST_NOTE, undefined_tests_note
+from biasmonkey.tasks.response_bias.summary import (
+    T_TEST_UNDEFINED,
+    TEST_NOTE,
+    questions_without_delta,
+    undefined_tests_note,
+)
 from biasmonkey.tasks.response_bias.topics import load_topics
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT_UNCERTAINTY
 from biasmonkey.tasks.response_bias.uncertainty import check_choice as check_uncertainty_side
@@ -76,7 +81,7 @@ def tables(
     `topics_file` (default: the pinned `all-questions-coded.csv`). `uncertainty_side`: "paper" (the authors' per-bias choice),
     "q" or "qp" (`biasmonkey.tasks.response_bias.uncertainty`)."""
     check_uncertainty_side(uncertainty_side)
-    mine = response_bias_table(models)
+    mine = response_bias_table(models, uncertainty_side)
     published, error = load_baselines(baselines)
     paper = published_table(published) if published else mine.iloc[:0]
     rb = pd.concat([part for part in (mine, paper) if len(part)], ignore_index=True) if len(paper) else mine
@@ -109,9 +114,12 @@ def baselines_table(loaded: Sequence[str], error: str | None) -> pd.DataFrame:
 
 
 def reference_rows(name: str, table: pd.DataFrame) -> pd.Series | None:
-    """The paper's models' rows: reference values, outside the report's multiple-comparison family."""
+    """The rows outside the report's multiple-comparison family: the paper's models' (reference
+    values) and the topic table's `not coded` rows (a count of pairs, no test)."""
     if name == "response_bias" and "protocol" in table.columns:
         return table["protocol"] == PAPER_PROTOCOL
+    if name == "topics" and "topic" in table.columns:
+        return table["topic"] == NOT_CODED
     return None
 
 
@@ -129,7 +137,7 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
                 detail = f"{invalid / answers:.1%} of {answers:g} sampled answers"
                 rows.append({"model": m.name, "task": task, "warning": "invalid answers", "detail": detail})
             if no_delta := sum(r.delta is None for r in records):
-                detail = f"{no_delta} of {len(records)} pairs (not tested)"
+                detail = _without_delta(records, no_delta)
                 rows.append({"model": m.name, "task": task, "warning": "pairs without Δ", "detail": detail})
             if imputed := sum(r.n_imputed for r in records):
                 pairs = sum(r.n_imputed > 0 for r in records)
@@ -140,6 +148,20 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
         {"model": r["model"], "task": "", "warning": "not shown", "detail": r["error"]} for _, r in failed.iterrows()
     ]
     return rows
+
+
+def _without_delta(records: Sequence[Any], no_delta: int) -> str:
+    """The warning on pairs without a Δ; with perturbation draws, the question × draw pairs apart from
+    the questions left untested (those without a Δ in any draw)."""
+    if all(r.perturbation_seed is None for r in records):
+        return f"{no_delta} of {len(records)} pairs (not tested)"
+    questions, untested = len({r.key for r in records}), questions_without_delta(records)
+    tested = (
+        f"{untested} of {questions} questions without a Δ in any draw (not tested)"
+        if untested
+        else f"all {questions} questions have a Δ in some draw and are tested"
+    )
+    return f"{no_delta} of {len(records)} question × draw pairs (left out of their draw's t-test); {tested}"
 
 
 SUMMARY_COLUMNS = (
@@ -229,24 +251,65 @@ def _matched_rows(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFram
     return matched[matched["compared_with"] == model]
 
 
-def _like_with_like(tables: Mapping[str, pd.DataFrame], model: str) -> str:
-    """On what the paper's scores beside `model` are computed: its biases and, by question key, its pairs."""
-    bias_rows = _matched_rows(tables, model)
-    bias_rows = bias_rows[bias_rows["setting"] == "bias"]
-    biases = bias_rows["bias"].nunique()
-    same = f"the same {'bias' if biases == 1 else f'{biases} biases'}"
-    if bias_rows["matched"].astype(bool).all():
-        shared = int(bias_rows.drop_duplicates("bias")["n_pairs"].sum())
-        rb = tables["response_bias"]
-        mine = rb[(rb["model"] == model) & (rb["setting"] == "bias") & rb["bias"].isin(bias_rows["bias"])]
-        ran = int(mine["n_pairs"].sum())
-        pairs = (
-            f"the same {_count(shared, 'pair')}"
-            if shared == ran
-            else f"the {shared} of this run's {ran} pairs they hold"
-        )
-        return f" on {same} and {pairs} (matched by question key)"
-    return f" on {same} but over all their pairs (this run's question keys are not in their samples)"
+def _n_text(fewest: float, most: float) -> str:
+    """A count over the paper's models: "126", or "3–6" where they differ ("–": none)."""
+    if pd.isna(fewest):
+        return "–"
+    return f"{int(fewest)}" if fewest == most else f"{int(fewest)}–{int(most)}"
+
+
+def _pair_basis(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
+    """Per cell of `model` beside which the paper's models are scored (`paper_matched`): `mine` (this
+    run's pairs), `fewest` and `most` (the paper's models' pairs), `matched` (by question key; False:
+    all their pairs) and `same` (every paper model on exactly this run's pairs)."""
+    rows = _matched_rows(tables, model).astype({"matched": bool})
+    rb = tables["response_bias"]
+    mine = rb[rb["model"] == model].set_index(["bias", "setting"])["n_pairs"]
+    basis = (
+        rows.groupby(["bias", "setting"], sort=False)
+        .agg(fewest=("n_pairs", "min"), most=("n_pairs", "max"), matched=("matched", "all"))
+        .reset_index()
+    )
+    basis["mine"] = [int(mine.get(cell, 0)) for cell in zip(basis["bias"], basis["setting"])]
+    basis["same"] = basis["matched"] & (basis["fewest"] == basis["mine"]) & (basis["most"] == basis["mine"])
+    return basis
+
+
+NO_SHARED_KEY = "this run's question keys are not in their samples"
+
+
+def _pairs_phrase(cell: Mapping[str, Any]) -> str:
+    """The pairs of one `_pair_basis` cell: "the same 6 pairs", "the 3 of 6 pairs they hold" or "all their
+    126 pairs, sharing no question key"."""
+    theirs = _n_text(cell["fewest"], cell["most"])
+    if not cell["matched"]:
+        return f"all their {theirs} pairs, sharing no question key"
+    if cell["same"]:
+        return f"the same {_count(cell['mine'], 'pair')}"
+    return f"the {theirs} of {cell['mine']} pairs they hold"
+
+
+def _per_bias(basis: pd.DataFrame) -> str:
+    """E.g. "acquiescence on the same 6 pairs; odd even on all their 126 pairs, sharing no question key"."""
+    return "; ".join(f"{r['bias'].replace('_', ' ')} on {_pairs_phrase(r)}" for _, r in basis.iterrows())
+
+
+def _like_with_like(tables: Mapping[str, pd.DataFrame], model: str, left_out: Sequence[str] = ()) -> str:
+    """On what the paper's scores beside `model` are computed: its scored biases (less `left_out`, its
+    untestable ones) and, by question key, their pairs; per bias where that differs between biases."""
+    basis = _pair_basis(tables, model)
+    basis = basis[(basis["setting"] == "bias") & ~basis["bias"].isin(left_out)]
+    if not len(basis):
+        return ""
+    same = f"the same {'bias' if len(basis) == 1 else f'{len(basis)} biases'}"
+    if basis["same"].all():
+        return f" on {same} and the same {_count(int(basis['mine'].sum()), 'pair')} (matched by question key)"
+    if basis["matched"].all() and (basis["fewest"] == basis["most"]).all():
+        shared, ran = int(basis["most"].sum()), int(basis["mine"].sum())
+        return f" on {same} and the {shared} of this run's {ran} pairs they hold (matched by question key)"
+    if not basis["matched"].any():
+        return f" on {same} but over all their pairs ({NO_SHARED_KEY})"
+    return f" on {same} (by question key: {_per_bias(basis)})"
 
 
 def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -> str:
@@ -286,9 +349,9 @@ def power_sentence(tables: Mapping[str, pd.DataFrame], model: str, k: int = 3) -
         + "; ".join(cells)
         + more
         + f". Rule: minimum detectable Δ = (t_{{{1 - SIGNIFICANCE / 2:g},n−1}} + t_{{{POWER:g},n−1}}) · sd/√n, two-sided "
-        f"t-test at α {SIGNIFICANCE:g} with power {POWER:g}, sd = this run's per-pair sd (the paper models' below "
-        f"{MIN_PAIRS_FOR_SD} pairs); a Δ that is not significant here may still be there."
-        + (f" {undefined}" if undefined else "")
+        f"t-test at α {SIGNIFICANCE:g} with power {POWER:g}, sd = this run's per-pair sd, or the median sd of the "
+        f"paper's models where this run has fewer than {MIN_PAIRS_FOR_SD} pairs or no spread of Δ; a Δ that is not "
+        "significant here may still be there." + (f" {undefined}" if undefined else "")
     )
 
 
@@ -303,14 +366,15 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame])
     if pd.notna(score):
         over = _count(n_biases - n_untestable, "testable bias" if n_untestable else "bias")
         parts.append(f"human-likeness score {_signed(score)} over {over} ({row['human_likeness_per_bias']}{untested})")
-        paper = _paper_scores(tables, row["model"], _untestable_biases(tables["response_bias"], row["model"]))
+        left_out = _untestable_biases(tables["response_bias"], row["model"])
+        paper = _paper_scores(tables, row["model"], left_out)
         scored = paper.dropna()  # a paper model with no testable bias has no score to compare
         if len(scored):
             below, above = int((scored < score).sum()), int((scored > score).sum())
             none = f", {len(paper) - len(scored)} without a score" if len(scored) < len(paper) else ""
             parts[-1] += (
                 f"; the paper's {_count(len(scored), 'model')} score {_signed(scored.min())} to "
-                f"{_signed(scored.max())} ({below} below it, {above} above{none}){_like_with_like(tables, row['model'])}."
+                f"{_signed(scored.max())} ({below} below it, {above} above{none}){_like_with_like(tables, row['model'], left_out)}."
             )
         else:
             parts[-1] += "."
@@ -347,6 +411,15 @@ def _score_shown(score: float, n_biases: float, n_untestable: float) -> str:
     return f"n/a{untested}" if pd.isna(score) else f"{_signed(score)} / {n_biases - n_untestable}{untested}"
 
 
+def _perturbations_shown(significant: float, tested: float, untested: float) -> str:
+    """E.g. "1 / 1" (significant after Holm / testable perturbations), "1 / 1 (2 untestable)", "n/a (2 untestable)"."""
+    significant, tested, untested = (0 if pd.isna(v) else int(v) for v in (significant, tested, untested))
+    if not tested + untested:
+        return "–"
+    note = f" ({untested} untestable)" if untested else ""
+    return f"{significant} / {tested}{note}" if tested else f"n/a{note}"
+
+
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     """The summary table's response-bias columns, as shown (counts as "k / n")."""
     if "protocol" not in summary:
@@ -358,30 +431,38 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
             for s, n, u in zip(summary["human_likeness"], summary["n_biases"], summary["n_untestable"])
         ],
         "perturbations significant (Holm)": [
-            "–" if pd.isna(n) or not n else f"{int(k)} / {int(n)}"
-            for k, n in zip(summary["perturbations_significant_holm"], summary["perturbations"])
+            _perturbations_shown(k, n, u)
+            for k, n, u in zip(
+                summary["perturbations_significant_holm"], summary["perturbations"], summary["perturbations_untestable"]
+            )
         ],
         "largest effects (Holm p < 0.05)": list(summary["largest_effects"].fillna("–")),
     }
 
 
 def summary_notes(tables: Mapping[str, pd.DataFrame]) -> list[str]:
-    """The paper's models in one line: human-likeness score and perturbations with raw p < 0.05."""
+    """The paper's models in one line: human-likeness score and perturbations with raw p < 0.05, out
+    of their distinct perturbation rows (the footnoted copies, `note`, are not counted twice)."""
     rb = tables["response_bias"]
     paper = rb[rb["protocol"] == PAPER_PROTOCOL]
     if not len(paper):
         return []
+    copies = paper["note"].notna() if "note" in paper.columns else pd.Series(False, index=paper.index)
     scores = _paper_scores(tables)
     items = []
-    for label, rows in paper.groupby("model", sort=False):
+    for label, rows in paper[~copies].groupby("model", sort=False):
         perturbations = rows[rows["setting"] != "bias"]
         n_sig = int((perturbations["p"] < SIGNIFICANCE).sum())
         items.append(f"{label.removesuffix(paper_label(''))} {_signed(scores[label])} ({n_sig}/{len(perturbations)})")
+    left_out = (
+        " (their opinion_float perturbation rows are copies of their odd_even ones, †, so not counted again)"
+        if copies.any()
+        else ""
+    )
     return [
         f"- {PAPER_MODELS} ({AUTHORS}; released samples, 50 answers per prompt; reference values outside the test "
-        f"family; over all their pairs, as published): human-likeness score and perturbations with raw p < {SIGNIFICANCE}: "
-        + ", ".join(items)
-        + "."
+        f"family; over all their pairs, as published): human-likeness score and perturbations with raw p < {SIGNIFICANCE}"
+        f"{left_out}: " + ", ".join(items) + "."
     ]
 
 
@@ -396,6 +477,16 @@ def _own_models(rb: pd.DataFrame) -> list[str]:
     return list(dict.fromkeys(rb.loc[rb["protocol"] != PAPER_PROTOCOL, "model"]))
 
 
+def _headline_pairs(tables: Mapping[str, pd.DataFrame], model: str, named: bool) -> str:
+    """On which pairs the headline's paper rows are: `model`'s (`named`: say whose), per bias where
+    they do not hold all of them."""
+    basis = _pair_basis(tables, model)
+    basis = basis[basis["setting"] == "bias"]
+    if basis["same"].all():
+        return f"on {model}'s pairs" if named else "on the same pairs"
+    return f"by {model}'s question keys: {_per_bias(basis)}" if named else f"by question key: {_per_bias(basis)}"
+
+
 def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     """Δb per bias (the bias setting): the user's models, then the paper's on the first user
     model's biases and pairs (`paper_matched`)."""
@@ -405,17 +496,17 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
         return None
     paper = _matched_rows(tables, own[0]).drop(columns=["compared_with"], errors="ignore")
     rows = pd.concat([part for part in (rb[rb["model"].isin(own)], paper) if len(part)], ignore_index=True)
-    bias_rows = rows[rows["setting"] == "bias"].assign(significant=significant(rows))
-    if not len(bias_rows):
+    bias_rows = rows[rows["setting"] == "bias"]
+    if not len(bias_rows):  # (assigning a Series to an empty frame would add its rows)
         return None
+    bias_rows = bias_rows.assign(significant=significant(bias_rows))
     models = list(dict.fromkeys(bias_rows["model"]))
     values = bias_rows.pivot(index="model", columns="bias", values="delta").reindex(index=models)
     values = values[[b for b in BIASES if b in values.columns]]
     marks = bias_rows.pivot(index="model", columns="bias", values="significant").reindex_like(values)
     title = f"Survey response biases ({AUTHORS}): Δb per bias, points (> 0 = the human direction)"
     if len(paper):
-        on = f"on {own[0]}'s pairs" if len(own) > 1 else "on the same pairs"
-        title += f"; the paper's models {on if paper['matched'].astype(bool).all() else 'over all their pairs'}"
+        title += f"; the paper's models {_headline_pairs(tables, own[0], len(own) > 1)}"
     if (undefined := bias_rows[bias_rows["p"].isna()]).shape[0]:
         cells = ", ".join(f"{m} {b.replace('_', ' ')}" for m, b in zip(undefined["model"], undefined["bias"]))
         title += f"; no t-test (unmarked, neither significant nor not): {cells}"
@@ -448,6 +539,7 @@ RB_COLUMNS = [
     "uncertainty_qp",
     "invalid_rate",
     "pairs_without_delta",
+    "draw_pairs_without_delta",
 ]
 PAPER_NOTE = (
     f"{PAPER_MODELS} ({AUTHORS}) are scored from their released samples — 50 sampled answers per question and "
@@ -477,15 +569,21 @@ UNTESTABLE_MARK = "°"
 MARKS_LEGEND = (
     f"Marks: * = p < {SIGNIFICANCE} after Holm over the report's tests, as in the figures; the paper's models, "
     f"reference values outside that family, are marked at raw p < {SIGNIFICANCE} (as in the paper); "
-    f"{UNTESTABLE_MARK} = t-test undefined (fewer than 2 pairs with a Δ, or no spread): neither significant nor not."
+    f"{UNTESTABLE_MARK} = t-test undefined (fewer than 2 pairs with a Δ, or no spread): neither significant nor not; "
+    "n/a = no pair with a Δ."
 )
-PAIRS_NOTE = "n = the pairs of each row: your model's, and the paper's models' on the same question keys"
+N_PAPER = "n (paper)"
+PAIRS_NOTE = (
+    f"n = this run's pairs with a Δ in the row; {N_PAPER} = the paper's models' pairs there (a range where they "
+    "differ): those of this run's question keys they hold, or all their pairs where they hold none"
+)
 
 
 def comparison_table(rb: pd.DataFrame) -> pd.DataFrame:
     """Δ per bias × setting (rows) and model (columns, the user's then the paper's): "*" where
     significant (`report_figures.significant`: Holm for the report's tests, raw p for the paper's
-    models), "†" on the paper's rows that are their odd/even ones, `n` = the first model's pairs."""
+    models), "†" on the paper's rows that are their odd/even ones, "n/a" where a model has no Δ;
+    `n` = the user's model's pairs, N_PAPER = the paper's models' ("3–6" where they differ)."""
     rb = rb.assign(significant=significant(rb))
     models = list(dict.fromkeys(rb["model"]))
     rows = []
@@ -493,17 +591,24 @@ def comparison_table(rb: pd.DataFrame) -> pd.DataFrame:
         by_model = rb[(rb["bias"] == bias) & (rb["setting"] == setting)].set_index("model")
         if not len(by_model):
             continue
-        row = {"bias": bias, "setting": setting, "n": int(by_model["n_pairs"].iloc[0])}
+        paper = by_model["protocol"] == PAPER_PROTOCOL
+        theirs = by_model.loc[paper, "n_pairs"]
+        row = {
+            "bias": bias,
+            "setting": setting,
+            "n": int(by_model.loc[~paper, "n_pairs"].iloc[0]) if (~paper).any() else "–",
+            N_PAPER: _n_text(theirs.min(), theirs.max()),
+        }
         for m in models:
             if m in by_model.index:
                 r = by_model.loc[m]
                 note = "†" if isinstance(r.get("note"), str) else ""
                 mark = UNTESTABLE_MARK if pd.isna(r["p"]) else "*" if r["significant"] else ""
-                row[m] = f"{r['delta']:+.1f}" + mark + note
+                row[m] = ("n/a" if pd.isna(r["delta"]) else f"{r['delta']:+.1f}") + mark + note
             else:
                 row[m] = "–"
         rows.append(row)
-    return pd.DataFrame(rows, columns=["bias", "setting", "n", *models])
+    return pd.DataFrame(rows, columns=["bias", "setting", "n", N_PAPER, *models])
 
 
 BOLD_LEGEND = (
@@ -512,9 +617,12 @@ BOLD_LEGEND = (
 )
 
 
-def _with_undefined(legend: str, rows: pd.DataFrame) -> str:
-    """`legend`, then the rows whose t-test is undefined, with why (`summary.undefined_tests_note`)."""
-    note = undefined_tests_note(rows.to_dict("records"), label="model") if TEST_NOTE in rows.columns else None
+R_UNDEFINED = "Pearson r undefined (r and r_p left out)"
+
+
+def _with_undefined(legend: str, rows: pd.DataFrame, test: str = T_TEST_UNDEFINED) -> str:
+    """`legend`, then the rows whose `test` is undefined, with why (`summary.undefined_tests_note`)."""
+    note = undefined_tests_note(rows.to_dict("records"), "model", test) if TEST_NOTE in rows.columns else None
     return f"{legend} {note}" if note else legend
 
 
@@ -529,13 +637,24 @@ def _mirrored_note(rows: pd.DataFrame) -> str:
     )
 
 
-def _unmatched_note(tables: Mapping[str, pd.DataFrame], model: str) -> str:
-    unmatched = _matched_rows(tables, model)
-    unmatched = unmatched[~unmatched["matched"].astype(bool)]
-    if not len(unmatched):
-        return ""
-    cells = ", ".join(dict.fromkeys(f"{b} {s}" for b, s in zip(unmatched["bias"], unmatched["setting"])))
-    return f"None of {model}'s question keys is in the paper's samples for {cells}: those rows use all their pairs."
+def _pairs_note(basis: pd.DataFrame, model: str) -> str:
+    """The rows of `model`'s comparison table (`_pair_basis`) where the paper's models are not on its pairs."""
+
+    def cells(rows: pd.DataFrame) -> str:
+        return ", ".join(f"{b} {s}" for b, s in zip(rows["bias"], rows["setting"]))
+
+    notes = []
+    if len(partial := basis[basis["matched"] & ~basis["same"]]):
+        notes.append(
+            f"The paper's models hold only some of {model}'s question keys for {cells(partial)}: those rows are over "
+            f"the pairs they hold ({N_PAPER})."
+        )
+    if len(unmatched := basis[~basis["matched"]]):
+        notes.append(
+            f"None of {model}'s question keys is in the paper's samples for {cells(unmatched)}: those rows use all "
+            f"their pairs ({N_PAPER})."
+        )
+    return " ".join(notes)
 
 
 def section(
@@ -571,19 +690,15 @@ def section(
         for m in _own_models(rb):
             beside = beside_paper(tables, m)
             if beside["protocol"].eq(PAPER_PROTOCOL).any():
+                basis = _pair_basis(tables, m)
                 s.blocks.append(
                     Table(
                         f"{m}: Δ (points) beside the paper's models"
-                        + (" on the same pairs" if not _unmatched_note(tables, m) else ""),
+                        + (" on the same pairs" if basis["same"].all() else ""),
                         comparison_table(beside),
                         legend=" ".join(
                             part
-                            for part in (
-                                MARKS_LEGEND,
-                                f"{PAIRS_NOTE}.",
-                                _unmatched_note(tables, m),
-                                _mirrored_note(beside),
-                            )
+                            for part in (MARKS_LEGEND, f"{PAIRS_NOTE}.", _pairs_note(basis, m), _mirrored_note(beside))
                             if part
                         ),
                     )
@@ -636,13 +751,19 @@ def section(
             "Uncertainty per model, bias and setting",
             unc,
             _significant(unc, "r_p"),
-            legend=f"**Bold** rows: raw r_p < {SIGNIFICANCE} (before the multiple-comparison correction; see `r_p_holm`).",
+            legend=_with_undefined(
+                f"**Bold** rows: raw r_p < {SIGNIFICANCE} (before the multiple-comparison correction; see `r_p_holm`). "
+                "`n_pairs`: the questions with a Δ and an entropy, each once (with perturbation draws, its |Δ| and "
+                f"entropy averaged over the draws first, as the Δ test does); `{TEST_NOTE}`: why r is undefined (n/a).",
+                unc,
+                R_UNDEFINED,
+            ),
         )
     )
     s.blocks.append(
         Figure(
             "|Δb| against the normalised entropy of the side the uncertainty table correlates (its `r_side`, "
-            "q or q'; legend: that side, Pearson r and p)",
+            'q or q\'; legend: that side, Pearson r and p, or "r n/a" with why)',
             report_figures.uncertainty_scatter(
                 [m for m in models if m.tasks(FAMILY)], unc, fig_dir / "uncertainty_scatter.png"
             ),
@@ -680,9 +801,16 @@ def section(
             )
         )
         if tested["delta"].notna().any():
+            no_bar = tested[report_figures.no_stderr(tested)]
             s.blocks.append(
                 Figure(
-                    "Δb per bias and ATP topic (error bars: stderr)",
+                    "Δb per bias and ATP topic (error bars: stderr)"
+                    + (
+                        f'; "{report_figures.NO_STDERR}" over a bar: stderr undefined (1 pair), so no error bar, in '
+                        + ", ".join(f"{r['model']} {r['bias']} {r['topic']}" for _, r in no_bar.iterrows())
+                        if len(no_bar)
+                        else ""
+                    ),
                     report_figures.topic_bars(tested, fig_dir / "topics.png"),
                 )
             )

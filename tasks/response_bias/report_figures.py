@@ -22,7 +22,8 @@ from biasmonkey.harness_ext.app.report.figures import (
 from biasmonkey.metrics import BIASES, SIGNIFICANCE
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.response_bias.report_tables import FAMILY, grid
-from biasmonkey.tasks.response_bias.uncertainty import side_uncertainty
+from biasmonkey.tasks.response_bias.summary import TEST_NOTE
+from biasmonkey.tasks.response_bias.uncertainty import question_points
 
 DELTA_SCALE = 30.0  # Δ (points) at the darkest colour; larger effects keep that colour and print their value
 SIGNIFICANCE_TEXT = (
@@ -80,8 +81,13 @@ def bias_grids(response_bias: pd.DataFrame, models: Sequence[str], path: Path, t
     return save(fig, path)
 
 
+NO_STDERR = "n/a"  # printed over a bar whose stderr is undefined (one pair): no error bar
+NO_STDERR_LABEL = f"{NO_STDERR} over a bar: stderr undefined (1 pair), no error bar"
+
+
 def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
-    """Δb per bias and ATP topic, one panel per model (error bars: stderr); legend below."""
+    """Δb per bias and ATP topic, one panel per model (error bars: stderr; NO_STDERR over a bar whose
+    stderr is undefined, named in the legend); legend below."""
     if from_cache(path, "topic_bars", topics):
         return path
     tested = topics.dropna(subset=["delta"])
@@ -94,16 +100,24 @@ def topic_bars(topics: pd.DataFrame, path: Path) -> Path:
         width = 0.8 / max(len(names), 1)
         for k, topic in enumerate(names):
             sel = rows[rows["topic"] == topic].set_index("bias").reindex(biases)
-            ax.bar(
-                np.arange(len(biases)) + k * width, sel["delta"], width, yerr=sel["delta_stderr"].fillna(0), label=topic
-            )
+            x = np.arange(len(biases)) + k * width
+            ax.bar(x, sel["delta"], width, yerr=sel["delta_stderr"].fillna(0), label=topic)
+            for xi, delta in zip(x[no_stderr(sel)], sel.loc[no_stderr(sel), "delta"]):
+                ax.annotate(NO_STDERR, (xi, delta), ha="center", va="bottom" if delta >= 0 else "top", fontsize=6)
         ax.axhline(0, color="black", linewidth=0.8)
         ax.set_xticks(np.arange(len(biases)) + 0.4 - width / 2, [b.replace("_", " ") for b in biases])
         ax.set_ylabel("Δb (points)")
         ax.set_title(model)
+    if no_stderr(tested).any():
+        axes[-1, 0].plot([], [], linestyle="none", marker="$n/a$", markersize=12, color="black", label=NO_STDERR_LABEL)
     legend_below(axes[-1, 0], ncol=2)
     fig.tight_layout()
     return save(fig, path)
+
+
+def no_stderr(rows: pd.DataFrame) -> pd.Series:
+    """The rows with a Δ but no stderr (one pair): drawn without an error bar, marked NO_STDERR."""
+    return rows["delta"].notna() & rows["delta_stderr"].isna()
 
 
 SIDE_NAMES = {"q": "q", "qp": "q'"}  # r_side → how the figures name it
@@ -112,7 +126,8 @@ SIDE_NAMES = {"q": "q", "qp": "q'"}  # r_side → how the figures name it
 def uncertainty_scatter(models: Sequence[Any], uncertainty: pd.DataFrame, path: Path) -> Path:
     """|Δb| against the normalised entropy of the side each bias's correlation uses (the uncertainty
     table's `r_side`: q or q'), one panel per model (three per row), one colour per bias (legend
-    below each panel: the side, Pearson r and its p from the uncertainty table)."""
+    below each panel: the side, Pearson r and its p from the uncertainty table, "r n/a" with why where
+    r is undefined). Each question is one point, as in the table's r."""
     panels = [(m.name, _scatter_series(m, uncertainty)) for m in models]
     if from_cache(path, "uncertainty_scatter", panels):
         return path
@@ -147,12 +162,9 @@ def _scatter_series(m: Any, uncertainty: pd.DataFrame) -> list[tuple[str, str, l
             continue
         row = rows.iloc[0]
         side = row["r_side"]
-        points = [
-            (u, abs(r.delta))
-            for r in m.tasks(FAMILY).get(lm_eval_task_name(bias), [])
-            if r.delta is not None and (u := side_uncertainty(r, side)) is not None
-        ]
+        records = m.tasks(FAMILY).get(lm_eval_task_name(bias), [])
+        points = [(u, d) for d, u in question_points(records, side)]
         if points:
-            label = f"{bias.replace('_', ' ')} ({SIDE_NAMES[side]}): r {row['r']:+.2f} (p {row['r_p']:.2g})"
-            series.append((label, side, points))
+            r = f"r n/a ({row[TEST_NOTE]})" if pd.isna(row["r"]) else f"r {row['r']:+.2f} (p {row['r_p']:.2g})"
+            series.append((f"{bias.replace('_', ' ')} ({SIDE_NAMES[side]}): {r}", side, points))
     return series

@@ -31,7 +31,7 @@ from biasmonkey.tasks.response_bias.summary import (
 )
 from biasmonkey.tasks.response_bias.topics import NO_TOPIC, TOPICS
 from biasmonkey.tasks.response_bias.uncertainty import DEFAULT_CHOICE as DEFAULT_UNCERTAINTY
-from biasmonkey.tasks.response_bias.uncertainty import correlated_side, uncertainty_correlation
+from biasmonkey.tasks.response_bias.uncertainty import correlated_side, uncertainty_correlation, undefined_correlation
 
 log = logging.getLogger(__name__)
 
@@ -53,12 +53,13 @@ def protocol_of(m: Any) -> str:
     return SAMPLED if sampled else EXACT
 
 
-def response_bias_table(models: Sequence[Any]) -> pd.DataFrame:
-    """Δ per model × bias × setting: n, mean, stderr, 95% CI, t, p, significance, mean uncertainty."""
+def response_bias_table(models: Sequence[Any], uncertainty_side: str = DEFAULT_UNCERTAINTY) -> pd.DataFrame:
+    """Δ per model × bias × setting: n, mean, stderr, 95% CI, t, p, significance, mean uncertainty and
+    the r of |Δ| with the uncertainty of the side `uncertainty_side` picks (as `uncertainty_table`)."""
     rows = []
     for m in models:
         protocol = protocol_of(m)
-        for row in rows_in_suite_order(m.tasks(FAMILY).values()):
+        for row in rows_in_suite_order(m.tasks(FAMILY).values(), uncertainty_side):
             row.pop("r_absdelta_uncertainty_q", None)  # in the uncertainty table, with its p
             rows.append({"model": m.name, "protocol": protocol, **row})
     return _frame(
@@ -239,9 +240,10 @@ def topic_table(models: Sequence[Any], topics: Mapping[str, tuple[str, ...]]) ->
 
 def uncertainty_table(models: Sequence[Any], uncertainty_side: str = DEFAULT_UNCERTAINTY) -> pd.DataFrame:
     """Per model × bias × setting: mean normalised entropy of q and q', and Pearson r of |Δ| with the
-    entropy of one side (`r_side`, "q" or "qp") with its p. `uncertainty_side` picks it: "paper"
-    (default) the authors' per-bias choice (`biasmonkey.tasks.response_bias.uncertainty`), "q" or
-    "qp" that side on every row."""
+    entropy of one side (`r_side`, "q" or "qp") with its p, over the questions (each once: with
+    perturbation draws, averaged over its draws first; `n_pairs`), and TEST_NOTE, why r is undefined
+    (NaN). `uncertainty_side` picks the side: "paper" (default) the authors' per-bias choice
+    (`biasmonkey.tasks.response_bias.uncertainty`), "q" or "qp" that side on every row."""
     rows = []
     for m in models:
         for task_records in m.tasks(FAMILY).values():
@@ -261,12 +263,14 @@ def uncertainty_table(models: Sequence[Any], uncertainty_side: str = DEFAULT_UNC
                     "n_pairs": c.n,
                     "r": c.r,
                     "r_p": c.p,
+                    TEST_NOTE: undefined_correlation(task_records, side),
                 }
             )
     order = {(b, s): i for i, (b, s) in enumerate((b, s) for b in BIASES for s in SETTINGS)}
     rows.sort(key=lambda r: (r["model"], order[(r["bias"], r["setting"])]))
     return _frame(
-        rows, ["model", "bias", "setting", "uncertainty_q", "uncertainty_qp", "r_side", "n_pairs", "r", "r_p"]
+        rows,
+        ["model", "bias", "setting", "uncertainty_q", "uncertainty_qp", "r_side", "n_pairs", "r", "r_p", TEST_NOTE],
     )
 
 

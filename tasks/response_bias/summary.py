@@ -33,9 +33,14 @@ def delta_columns(s: DeltaSummary) -> dict[str, Any]:
     return {**dict(zip(DELTA_COLUMNS, values)), TEST_NOTE: s.undefined_reason}
 
 
-def undefined_tests_note(rows: Iterable[Mapping[str, Any]], label: str = "") -> str | None:
-    """One line naming the rows whose t-test is undefined, with why (None: every test is defined).
-    `label`: a column whose value leads each row's name (e.g. "model")."""
+T_TEST_UNDEFINED = "t-test undefined (t, p, CI and significance left out)"
+
+
+def undefined_tests_note(
+    rows: Iterable[Mapping[str, Any]], label: str = "", test: str = T_TEST_UNDEFINED
+) -> str | None:
+    """One line naming the rows whose test is undefined (TEST_NOTE set), with why (None: every test is
+    defined). `label`: a column whose value leads each row's name (e.g. "model"); `test`: what is undefined."""
     named = [
         f"{f'{r[label]} ' if label else ''}{r['bias']}/{r['setting']} ({r[TEST_NOTE]})"
         for r in rows
@@ -43,7 +48,15 @@ def undefined_tests_note(rows: Iterable[Mapping[str, Any]], label: str = "") -> 
     ]
     if not named:
         return None
-    return f"n/a: t-test undefined (t, p, CI and significance left out) for {len(named)} row(s): {'; '.join(named)}."
+    return f"n/a: {test} for {len(named)} row(s): {'; '.join(named)}."
+
+
+def questions_without_delta(records: Sequence[PairRecord]) -> int:
+    """The questions left untested: with perturbation draws, those without a Δ in any draw (a question
+    with a Δ in some draw is tested, its Δ averaged over those draws); else the pairs without a Δ."""
+    if any(r.perturbation_seed is not None for r in records):
+        return len({r.key for r in records} - {r.key for r in records if r.delta is not None})
+    return sum(r.delta is None for r in records)
 
 
 def _mean(values: list[float]) -> float:
@@ -56,13 +69,15 @@ def summarize(records: Sequence[PairRecord], uncertainty_side: str = DEFAULT_CHO
     and with the uncertainty of the side that `uncertainty_side` picks (`r_absdelta_uncertainty`; the
     side, "q" or "qp", in `uncertainty_side`): "paper" (default) is the authors' per-bias choice
     (module `uncertainty`), "q" or "qp" forces one. In sampling mode also the invalid-answer rate
-    and the pairs left without a Δ; where option log-probabilities were read from a top-k list and
-    some were imputed (the floor of `biasmonkey.metrics.top_logprobs`), `imputed_options` (the
-    imputed spellings) and `pairs_with_imputed`.
+    and the pairs left without a Δ (`pairs_without_delta`; with draws, the questions without a Δ in
+    any draw, and `draw_pairs_without_delta` the question × draw pairs without one); where option
+    log-probabilities were read from a top-k list and some were imputed (the floor of
+    `biasmonkey.metrics.top_logprobs`), `imputed_options` (the imputed spellings) and `pairs_with_imputed`.
 
     A task run with several perturbation draws (option perturbation_seeds) holds each question
     once per draw; its row tests each question once (its Δ averaged over the draws), since
-    pooling the pairs of all draws would overstate the evidence. `n_draws` says so.
+    pooling the pairs of all draws would overstate the evidence. `n_draws` says so. The
+    uncertainty correlations count each question once too (`uncertainty.question_points`).
     """
     scored = [r for r in records if r.delta is not None]
     variation = draw_variation(records)
@@ -84,7 +99,9 @@ def summarize(records: Sequence[PairRecord], uncertainty_side: str = DEFAULT_CHO
     answers = sum(x.n_answers for x in records)
     if answers:  # sampling mode: report invalid answers and the pairs left without a Δ
         row["invalid_rate"] = sum(x.n_invalid for x in records) / answers
-        row["pairs_without_delta"] = len(records) - len(scored)
+        row["pairs_without_delta"] = questions_without_delta(records)
+        if variation:
+            row["draw_pairs_without_delta"] = len(records) - len(scored)
     if imputed := sum(x.n_imputed for x in records):  # Δ and uncertainty rest partly on floors
         row["imputed_options"] = imputed
         row["pairs_with_imputed"] = sum(x.n_imputed > 0 for x in records)
@@ -130,7 +147,7 @@ COLUMNS = (
     "uncertainty_side",
     "r_absdelta_uncertainty",
 )
-SAMPLING_COLUMNS = ("invalid_rate", "pairs_without_delta")
+SAMPLING_COLUMNS = ("invalid_rate", "pairs_without_delta", "draw_pairs_without_delta")
 IMPUTED_COLUMNS = ("imputed_options",)  # only where some option spelling was imputed (`imputed_note`)
 # The t-test columns in `biasmonkey summarize` are named as the tasks' metrics (delta_t, not t).
 METRIC_NAMES = {"t": "delta_t", "p": "delta_p", "ci_low": "delta_ci_low", "ci_high": "delta_ci_high"}
@@ -201,6 +218,13 @@ def summary_table(
         "human-like direction; humans show no change on the perturbation (typo) rows. Uncertainty: "
         "mean normalised entropy of the answers to q and q'; r_absdelta_uncertainty: Pearson correlation of |Δ| "
         f"with the uncertainty of the side in uncertainty_side ({UNCERTAINTY_NOTE[uncertainty_side]}; "
-        "summary.csv also has r_absdelta_uncertainty_q, with q's uncertainty, on every row)."
+        "summary.csv also has r_absdelta_uncertainty_q, with q's uncertainty, on every row), over the pairs, each "
+        "question once (with perturbation draws: |Δ| of its Δ averaged over the draws, its entropy averaged too)."
+        + (
+            " pairs_without_delta: with perturbation draws, the questions without a Δ in any draw (untested); "
+            "draw_pairs_without_delta: the question × draw pairs without one (left out of their draw's t-test)."
+            if "draw_pairs_without_delta" in columns
+            else ""
+        )
     )
     return SummaryTable(rows, columns, [line for line in (score, undefined, imputed, note) if line])

@@ -17,12 +17,18 @@ Rescoring the released samples with these sides gives Table 4's r within 0.05 fo
 model × bias cells, to the third decimal for Solar (llama2-70b-ift), and closer than the other
 side in every cell (`tests/response_bias/test_uncertainty.py`); the small gaps come from the authors computing
 entropies from their pickled answers, which are not released as text.
+
+A perturbation task run with several seeded draws (option `perturbation_seeds`) holds each question
+once per draw; the correlation counts each question once (`question_points`), as the Δ test does.
 """
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from biasmonkey.metrics import BIASES, Correlation, pearson
 
@@ -62,9 +68,34 @@ def side_uncertainty(record: Any, side: str) -> float | None:
     return record.uncertainty_q if side == "q" else record.uncertainty_qp
 
 
-def uncertainty_correlation(records: Sequence[Any], side: str) -> Correlation:
-    """Pearson r (with its two-sided p) of |Δ| with the entropy of `side` over the pairs having both."""
+def question_points(records: Sequence[Any], side: str) -> list[tuple[float, float]]:
+    """(|Δ|, entropy of `side`) per question having both. A question asked in several perturbation
+    draws (`perturbation_seed`) counts once, with |Δ| of its Δ averaged over those draws and its entropy
+    averaged over them too, as the Δ test counts it: its draws are not independent pairs."""
     if side not in SIDES:
         raise ValueError(f"side {side!r}: expected q or qp")
-    scored = [r for r in records if r.delta is not None and side_uncertainty(r, side) is not None]
-    return pearson([abs(r.delta) for r in scored], [side_uncertainty(r, side) for r in scored])
+    per_question: dict[Any, list[tuple[float, float]]] = defaultdict(list)
+    for i, r in enumerate(records):
+        if r.delta is not None and (u := side_uncertainty(r, side)) is not None:
+            per_question[r.key if getattr(r, "perturbation_seed", None) is not None else i].append((r.delta, u))
+    return [(abs(float(np.mean([d for d, _ in v]))), float(np.mean([u for _, u in v]))) for v in per_question.values()]
+
+
+def uncertainty_correlation(records: Sequence[Any], side: str) -> Correlation:
+    """Pearson r (with its two-sided p) of |Δ| with the entropy of `side` over the questions having
+    both (`question_points`: each question once, whatever the number of draws)."""
+    points = question_points(records, side)
+    return pearson([d for d, _ in points], [u for _, u in points])
+
+
+def undefined_correlation(records: Sequence[Any], side: str) -> str | None:
+    """Why `uncertainty_correlation` is undefined (r and p NaN; `metrics.pearson`'s conditions), else None."""
+    points = question_points(records, side)
+    if len(points) < 3:
+        return f"{len(points)} pair{'' if len(points) == 1 else 's'} with a Δ: fewer than 3"
+    deltas, entropies = (np.array(v) for v in zip(*points))
+    if np.ptp(deltas) == 0:
+        return "no spread of |Δ|"
+    if np.ptp(entropies) == 0:
+        return "no spread of the entropy"
+    return None

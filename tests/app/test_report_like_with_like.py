@@ -73,7 +73,8 @@ def test_the_verdict_sets_matched_scores_beside_the_run() -> None:
     panel = rb_report.headline(tables)
     assert panel.values.loc[PAPER, "acquiescence"] == pytest.approx(2.0)
     assert not panel.significant.loc[PAPER, "acquiescence"] and panel.references == 1
-    assert panel.title.endswith("the paper's models on the same pairs")
+    # They hold 2 of the run's 5 keys: the title says so (was "on the same pairs").
+    assert panel.title.endswith("the paper's models by question key: acquiescence on the 2 of 5 pairs they hold")
 
 
 def test_the_same_pairs_when_the_run_is_within_theirs() -> None:
@@ -149,8 +150,9 @@ def test_comparison_table_marks_and_the_odd_even_footnote() -> None:
         ]
     )  # fmt: skip
     table = rb_report.comparison_table(rows)
-    # mine: raw p 0.01 but Holm 0.2 → no *; the paper's model: raw p (no Holm) → *, and † (its odd/even row)
-    assert table.iloc[0].tolist() == ["opinion_float", "key_typo", 9, "+1.0", "+3.0*†"]
+    # mine: raw p 0.01 but Holm 0.2 → no *; the paper's model: raw p (no Holm) → *, and † (its odd/even row);
+    # n = mine's 9 pairs, n (paper) = the paper model's 9
+    assert table.iloc[0].tolist() == ["opinion_float", "key_typo", 9, "9", "+1.0", "+3.0*†"]
     assert "so the paper's opinion_float perturbation values equal their odd_even ones" in rb_report._mirrored_note(
         rows
     )

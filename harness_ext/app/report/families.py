@@ -7,8 +7,8 @@ Such a module gives `tables(models, **options) -> {name: DataFrame}` and `sectio
   `summary_sentence(row, tables)` (its part of a model's verdict), `summary_display(summary)`
   (its columns of the summary table as shown) and `summary_notes(tables)` (lines after the verdicts);
 - `headline(tables) -> headline.Panel | None` (its panel of the headline figure);
-- `reference_rows(name, table) -> bool Series | None` (published models' rows, outside the
-  multiple-comparison family) and `TEST_NAMES` ({table: how the summary names its tests});
+- `reference_rows(name, table) -> bool Series | None` (rows outside the multiple-comparison family:
+  published models' rows, and count-only rows such as response bias's `not coded` topics) and `TEST_NAMES` ({table: how the summary names its tests});
 - `inputs_notes(tables)` (lines of the Inputs section) and `leaderboard_entries(model, tables)`
   (extra results of the lm-eval results file: {name: {results, higher_is_better, n_samples}}).
 
