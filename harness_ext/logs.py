@@ -59,7 +59,7 @@ from biasmonkey.harness_ext.run_inputs import DEFAULT as DEFAULT_INPUT
 from biasmonkey.harness_ext.run_inputs import UNKNOWN as UNKNOWN_INPUT
 from biasmonkey.harness_ext.run_inputs import distinguish, recorded_inputs
 from biasmonkey.harness_ext.truncation import TaskCuts, truncation_of
-from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name
+from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name, lm_eval_task_name
 from biasmonkey.tasks.families import family_module, family_of
 from biasmonkey.tasks.samples_check import REWRITTEN, SAMPLES_FILE, LoggedDoc, check_samples, read_results
 
@@ -431,14 +431,22 @@ def _reported(task: str) -> Family | None:
     return None if family is None or base_task_name(task) in family.variants else family
 
 
-def lm_eval_outputs(root: Path) -> list[TaskOutput]:
+def _variant(task: str) -> bool:
+    """Whether a task is one of a family's variants outside its suite (summaries and reports leave it out)."""
+    family = family_of(task)
+    return family is not None and base_task_name(task) in family.variants
+
+
+def lm_eval_outputs(root: Path, left_out: list[str] | None = None) -> list[TaskOutput]:
     """Every biasmonkey samples file under an lm-eval output path, with the model and settings of
-    the results file written with it (same stamp)."""
+    the results file written with it (same stamp); `left_out` gets the variants found (not read)."""
     results: dict[Path, dict[str, Any]] = {}
     found: list[tuple[TaskOutput, dict[str, str]]] = []  # (output, its inputs: run_inputs.py)
     for path in sorted(root.rglob(f"samples_{LM_EVAL_PREFIX}*.jsonl")):
         m = SAMPLES_FILE.match(path.name)
         family = _reported(m.group(1)) if m else None
+        if m is not None and left_out is not None and _variant(m.group(1)):
+            left_out.append(m.group(1))
         if m is None or family is None:
             continue
         task, stamp = m.group(1), m.group(2)
@@ -536,8 +544,9 @@ def same_model_as_lm_eval(inspect_model: str) -> str:
     return inspect_model.removeprefix("hf/")
 
 
-def inspect_outputs(path: Path) -> list[TaskOutput]:
-    """Every log of a biasmonkey task in an Inspect log folder or file."""
+def inspect_outputs(path: Path, left_out: list[str] | None = None) -> list[TaskOutput]:
+    """Every log of a biasmonkey task in an Inspect log folder or file; `left_out` gets the
+    variants found (not read)."""
     candidates = inspect_candidates(path)
     if not candidates:
         return []
@@ -553,6 +562,8 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
             raise ValueError(f"{log_path}: not a readable Inspect log ({type(err).__name__}: {err})") from err
         task = logged_task(header)
         family = _reported(task) if task.startswith(INSPECT_PREFIX) else None
+        if left_out is not None and task.startswith(INSPECT_PREFIX) and _variant(task):
+            left_out.append(task)
         if family is None:
             continue
         check_task_version(log_path, header, family)
@@ -577,12 +588,27 @@ def inspect_outputs(path: Path) -> list[TaskOutput]:
     return found
 
 
-def scan(path: str | Path) -> list[TaskOutput]:
-    """Every biasmonkey output under a results path (lm-eval folders and Inspect logs)."""
+def scan(path: str | Path, left_out: list[str] | None = None) -> list[TaskOutput]:
+    """Every biasmonkey output under a results path (lm-eval folders and Inspect logs); `left_out`
+    gets the task names of the variants found, which no summary or report reads (`variants_note`)."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path}: no such file or folder")
-    return ([] if path.is_file() else lm_eval_outputs(path)) + inspect_outputs(path)
+    return ([] if path.is_file() else lm_eval_outputs(path, left_out)) + inspect_outputs(path, left_out)
+
+
+def variants_note(left_out: Iterable[str]) -> str | None:
+    """The line that says which variants a summary or report leaves out (None: none)."""
+    names = sorted({lm_eval_task_name(base_task_name(task) or task) for task in left_out})
+    if not names:
+        return None
+    one = len(names) == 1
+    what = "a variant outside its family's suite" if one else "variants outside their families' suites"
+    return (
+        f"Not in these tables: {', '.join(names)}, run here but {what} (`biasmonkey tasks list` marks them), which "
+        f"summaries and reports leave out; {'its' if one else 'their'} numbers are in the harness's own results "
+        "(lm-eval's results file and table, the Inspect log)."
+    )
 
 
 def run_of(out: TaskOutput) -> tuple[str, str, Run]:

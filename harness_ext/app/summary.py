@@ -17,17 +17,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name
+from biasmonkey.harness_ext.logs import Run, TaskOutput, describe, newest, one_run, scan, short_name, variants_note
 from biasmonkey.harness_ext.truncation import TaskCuts, summary_lines
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
 from biasmonkey.tasks.contract import Family, SummaryTable, lm_eval_task_name, reported
 from biasmonkey.tasks.families import FAMILIES
 
 
-def latest_outputs(output_dir: Path, family: Family | None = None) -> list[TaskOutput]:
-    """The newest output of each task per run (model and settings) in a folder, of one family or all."""
+def latest_outputs(
+    output_dir: Path, family: Family | None = None, left_out: list[str] | None = None
+) -> list[TaskOutput]:
+    """The newest output of each task per run (model and settings) in a folder, of one family or all;
+    `left_out` gets the variants found (`logs.scan`)."""
     found = newest(
-        (o for o in scan(output_dir) if family is None or o.family is family), key=lambda o: (o.family.name, o.harness)
+        (o for o in scan(output_dir, left_out) if family is None or o.family is family),
+        key=lambda o: (o.family.name, o.harness),
     )
     harnesses: dict[tuple[Run, str], TaskOutput] = {}
     for out in found:
@@ -43,11 +47,13 @@ def _picked(run: Run, model: str) -> bool:
     return model in (run.model, short_name(run.model), run.label, str(run))
 
 
-def runs_in(output_dir: Path, model: str | None = None) -> dict[Run, list[TaskOutput]]:
+def runs_in(
+    output_dir: Path, model: str | None = None, left_out: list[str] | None = None
+) -> dict[Run, list[TaskOutput]]:
     """The outputs of each run in a folder, in run order; `model` (full or short name, or a run's
-    label as a summary titles it) keeps that model's runs only."""
+    label as a summary titles it) keeps that model's runs only; `left_out` gets the variants found."""
     runs: dict[Run, list[TaskOutput]] = {}
-    for out in latest_outputs(output_dir):
+    for out in latest_outputs(output_dir, left_out=left_out):
         runs.setdefault(out.run, []).append(out)
     if model is not None:
         picked = {run: outs for run, outs in runs.items() if _picked(run, model)}
@@ -147,15 +153,19 @@ def to_markdown(
     labels: Mapping[Run, str],
     engine: Sequence[str] = (),
     notes: Mapping[Run, Sequence[str]] | None = None,
+    folder_notes: Sequence[str] = (),
 ) -> str:
     """The summary: one run's tables under its title, or one section per run; then `engine`, lines
     about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate).
-    `notes`: per run, lines under its title that qualify every number of it (its truncated prompts)."""
+    `notes`: per run, lines under its title that qualify every number of it (its truncated prompts);
+    `folder_notes`: lines under the title about the whole folder (the variants left out)."""
     if len(tables) == 1:
         ((run, families),) = tables.items()
         lines, level = [f"# Summary: {labels[run]}"], "##"
     else:
         lines, level = [f"# Summary: {len(tables)} runs (models and settings), each in its own tables"], "###"
+    for note in folder_notes:
+        lines += ["", note]
     for run, families in tables.items():
         if level == "###":
             lines += ["", f"## {labels[run]}"]
@@ -184,12 +194,14 @@ def write_summary(
     A run whose prompts were cut to fit the model's context (`biasmonkey run --allow-truncation`, as
     recorded beside its results) says so under its title and in the CSV's `truncated_prompts` column
     (the run's cut prompts, on each of its rows)."""
-    runs = runs_in(output_dir, model)
+    left_out: list[str] = []
+    runs = runs_in(output_dir, model, left_out)
     tables = tables_of(runs, **options)
+    variants = variants_note(left_out)
     if not tables:
         raise ValueError(
             f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
-            "run lm_eval with --log_samples, or give the Inspect log folder"
+            "run lm_eval with --log_samples, or give the Inspect log folder" + (f" ({variants})" if variants else "")
         )
     out_dir = make_folder(out_dir or output_dir)
     md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
@@ -197,7 +209,8 @@ def write_summary(
     if len(set(labels.values())) < len(labels):  # two models with one short name: their full names
         labels = {run: str(run) for run in tables}
     cuts = {run: truncated(outputs) for run, outputs in runs.items()}
-    write_text(md, to_markdown(tables, labels, engine, {run: summary_lines(cuts[run]) for run in tables}))
+    notes = {run: summary_lines(cuts[run]) for run in tables}
+    write_text(md, to_markdown(tables, labels, engine, notes, [variants] if variants else []))
     rows = [
         {**row, "model": run.model, "settings": describe(run.settings), "family": name}
         | ({"truncated_prompts": sum(c.prompts for c in cuts[run].values())} if cuts[run] else {})

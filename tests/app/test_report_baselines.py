@@ -169,7 +169,7 @@ def fake_report(monkeypatch: pytest.MonkeyPatch):
         asked.append(model)
         return PUBLISHED["llama2-7b"]
 
-    monkeypatch.setattr(report, "discover", lambda paths, names=None: [user_model()])
+    monkeypatch.setattr(report, "discover", lambda paths, names=None, left_out=None: [user_model()])
     monkeypatch.setattr(report, "write_leaderboard", lambda *args, **kwargs: [])
     monkeypatch.setattr(published_samples, "published_deltas", fake_deltas)
 
@@ -241,7 +241,7 @@ def test_no_response_bias_results_no_baselines(monkeypatch: pytest.MonkeyPatch, 
     m.records["yesno"]["biasmonkey_yesno_comps"] = [
         ItemRecord(f"i{i}", "comps", None, "Yes", (-1, -1, -2, -2), None, -1.0, -2.0, None, None) for i in range(3)
     ]
-    monkeypatch.setattr(report, "discover", lambda paths, names=None: [m])
+    monkeypatch.setattr(report, "discover", lambda paths, names=None, left_out=None: [m])
     monkeypatch.setattr(report, "write_leaderboard", lambda *args, **kwargs: [])
     monkeypatch.setattr(published_samples, "published_deltas", lambda model: pytest.fail("not needed"))
     md = report.write_report(["x"], tmp_path / "r").read_text()

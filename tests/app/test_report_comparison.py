@@ -52,7 +52,7 @@ def test_two_runs_by_hand(tmp_path: Path) -> None:
     assert row["d_z"] == pytest.approx(2 / 3)
     # the report: the section, its tables (CSV, JSON, markdown) and the forest plot beside the figures
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(report, "discover", lambda paths, names=None: models)
+        mp.setattr(report, "discover", lambda paths, names=None, left_out=None: models)
         mp.setattr(report, "write_leaderboard", lambda *args, **kwargs: [])
         md = report.write_report(["x"], tmp_path, baselines=False, topics=False).read_text()
     section = md[md.index("## Comparison of runs") :]

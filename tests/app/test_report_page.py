@@ -21,7 +21,7 @@ VIEWPORT = {"width": 1280, "height": 800}
 def written(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("report")
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(report, "discover", lambda paths, names=None: models())
+        mp.setattr(report, "discover", lambda paths, names=None, left_out=None: models())
         mp.setattr(report, "write_leaderboard", lambda *args, **kwargs: [])
         report.write_report(["x"], out, baselines=PUBLISHED, topics_file=CODED)
     return out

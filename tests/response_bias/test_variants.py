@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import shutil
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -409,3 +410,28 @@ def test_scripted_generation_outputs_count_the_same_in_both_adapters(tmp_path: P
     assert inspect_record == lm_eval_record
     assert sample_counts(sample.metadata, q_out, qp_out) == ([2, 1], [2, 1], 8, 2)
     assert score_weights(sample.metadata, [2, 1], [2, 1], 8, 2) == lm_eval_record
+
+
+def test_summaries_and_reports_name_the_variant_they_leave_out(
+    exact_seed_run, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The reword task is outside the suite: summaries and reports do not list it, and say so (it
+    used to vanish without a word); a folder holding only it is an error that says why."""
+    from biasmonkey.harness_ext.app.cli import main
+
+    _, samples = exact_seed_run
+    out = samples["biasmonkey_acquiescence_reword"].parent.parent
+    said = "Not in these tables: biasmonkey_acquiescence_reword, run here but a variant outside its family's suite"
+    assert main(["summarize", str(out), "--out", str(tmp_path / "summary")]) == 0
+    md = (tmp_path / "summary" / "summary.md").read_text()
+    assert said in md and "acquiescence_reword" not in (tmp_path / "summary" / "summary.csv").read_text()
+    assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
+    assert said in (tmp_path / "report" / "report.md").read_text()
+    only = tmp_path / "only" / "model"
+    only.mkdir(parents=True)
+    shutil.copy(samples["biasmonkey_acquiescence_reword"], only)
+    capsys.readouterr()
+    assert main(["summarize", str(only.parent)]) == 2
+    assert said in capsys.readouterr().err
+    assert main(["report", str(only.parent), "--out", str(tmp_path / "r2")]) == 2
+    assert f"{only.parent}: no biasmonkey outputs" in (err := capsys.readouterr().err) and said in err

@@ -32,7 +32,7 @@ from biasmonkey.harness_ext.app.report.inputs import ModelResults, discover
 from biasmonkey.harness_ext.app.report.leaderboard import leaderboard_text, write_leaderboard
 from biasmonkey.harness_ext.app.report.render import Figure, Page, Section, Table, to_html, to_markdown
 from biasmonkey.harness_ext.app.report.tables import build_tables
-from biasmonkey.harness_ext.logs import describe
+from biasmonkey.harness_ext.logs import describe, variants_note
 from biasmonkey.harness_ext.truncation import cut_sentence
 from biasmonkey.metrics import SIGNIFICANCE
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
@@ -71,7 +71,9 @@ def inputs_table(models: Sequence[ModelResults]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def inputs_section(models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame]) -> Section:
+def inputs_section(
+    models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame], left_out: Sequence[str] = ()
+) -> Section:
     s = Section(
         "Inputs",
         [
@@ -83,6 +85,7 @@ def inputs_section(models: Sequence[ModelResults], tables: Mapping[str, pd.DataF
             Table("Models and tasks", inputs_table(models).drop(columns=["file"])),
         ],
     )
+    s.blocks += [note] if (note := variants_note(left_out)) else []
     s.blocks += default_model_notes(models)
     s.blocks += truncation_notes(models)
     for module in family_reports(models).values():
@@ -237,7 +240,8 @@ def _write_report(
     baseline: str | None,
     options: Mapping[str, Any],
 ) -> Path:
-    models = discover(paths, names)
+    left_out: list[str] = []  # the variants found, which no report reads
+    models = discover(paths, names, left_out)
     tables = build_tables(models, **options)
     fig_dir = out / "figures"
     sections = [summary_section(tables, models)]
@@ -255,7 +259,7 @@ def _write_report(
         write_text(out / "tables" / "comparison.md", compare_md)
     written = write_leaderboard(models, tables, out / "leaderboard", hub_dataset)
     sections.append(Section("Leaderboard files", leaderboard_text(written, hub_dataset)))
-    sections.append(inputs_section(models, tables))
+    sections.append(inputs_section(models, tables, left_out))
     page = Page(
         "biasmonkey report: " + ", ".join(m.name for m in models),
         verdict(tables, models),

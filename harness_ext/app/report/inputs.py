@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from biasmonkey.harness_ext.logs import Settings, TaskOutput, describe, newest, scan, short_name
+from biasmonkey.harness_ext.logs import Settings, TaskOutput, describe, newest, scan, short_name, variants_note
 from biasmonkey.tasks.contract import lm_eval_task_name
 from biasmonkey.tasks.families import FAMILIES, family_of
 
@@ -135,21 +135,28 @@ def _entries(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]
     return entries
 
 
-def discover(paths: Sequence[str | Path], names: Mapping[str, str] | None = None) -> list[ModelResults]:
+def discover(
+    paths: Sequence[str | Path], names: Mapping[str, str] | None = None, left_out: list[str] | None = None
+) -> list[ModelResults]:
     """Every model's newest biasmonkey outputs per setting under the given paths, records read, in name order.
 
     Errors name the path: a path that does not exist or holds no biasmonkey output, a file that
     cannot be read, one output under two of the given paths. A model run with one setting in two
-    places (two output folders) gives an entry per place, named by it ("tiny [runs/a]")."""
+    places (two output folders) gives an entry per place, named by it ("tiny [runs/a]"). `left_out`
+    gets the variants found (outside their family's suite), which no report reads."""
     names = dict(names or {})
     found: list[tuple[int, str | Path, TaskOutput]] = []
     for i, raw in enumerate(paths):
-        outputs = newest(scan(raw))
+        variants: list[str] = []
+        outputs = newest(scan(raw, variants))
         if not outputs:
+            only = f"; {note}" if (note := variants_note(variants)) else ""
             raise ValueError(
                 f"{raw}: no biasmonkey outputs (lm-eval samples_biasmonkey_*.jsonl written with --log_samples, "
-                "or Inspect logs of biasmonkey/ tasks)"
+                f"or Inspect logs of biasmonkey/ tasks){only}"
             )
+        if left_out is not None:
+            left_out += variants
         found += [(i, raw, out) for out in outputs]
     _given_once(found)
     by_model: dict[str, list[TaskOutput]] = {}
