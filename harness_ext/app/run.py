@@ -554,7 +554,7 @@ def add_subcommand(subparsers: Any) -> None:
     server.add_argument(
         "--max-retries",
         type=non_negative_int,
-        help="retries of a request that timed out, failed with 408/429/5xx or answered malformed JSON (default: 3)",
+        help="retries of a request that timed out, failed with 408/409/425/429/500/502/503/504 or answered malformed JSON (default: 3)",
     )
     server.add_argument(
         "--api-key-env",

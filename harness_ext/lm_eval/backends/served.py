@@ -96,7 +96,8 @@ Off the happy path:
   second on a GPU) without stalling an unattended run for half an hour. Raise `timeout` for slow
   generation (a CPU llama.cpp server writing `max_gen_toks` tokens for several concurrent
   requests, which it serves one at a time).
-- Retried: connection errors, timeouts, HTTP 408, 409, 425, 429 and 5xx, and HTTP 200 answers
+- Retried: connection errors, timeouts, HTTP 408, 409, 425, 429, 500, 502, 503 and 504 (not 501
+  and 505+, which a retry cannot change), and HTTP 200 answers
   that are not JSON or lack the fields read (`choices`, `logprobs`, `text`; but not an answer
   without a multi-token request's echoed prompt log-probabilities: a server that leaves them out
   always does). When the attempts run out, and for any other failure, the error (`ServerError`)
