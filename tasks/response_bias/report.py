@@ -243,6 +243,25 @@ def _paper_scores(
     return hl.loc[hl["protocol"] == PAPER_PROTOCOL].set_index("model")["score"].astype(float)
 
 
+def _paper_untestable(
+    tables: Mapping[str, pd.DataFrame], model: str, left_out: Sequence[str] = ()
+) -> dict[str, list[str]]:
+    """The paper's models whose score beside `model` leaves out a bias untestable for them on the
+    shared pairs (its t-test undefined; `left_out`, untestable for `model` too, aside), with those
+    biases: their scores are over fewer biases than the run's."""
+    hl = tables.get("human_likeness_matched")
+    if hl is None or not len(hl) or "untestable" not in hl.columns:
+        return {}
+    hl = hl.loc[(hl["compared_with"] == model) & hl["score"].notna()]
+    found = {}
+    for name, untestable in zip(hl["model"], hl["untestable"]):
+        named = untestable.split(", ") if isinstance(untestable, str) else []  # None or NaN: none
+        biases = [b for b in named if b and b not in left_out]
+        if biases:
+            found[name] = biases
+    return found
+
+
 def _matched_rows(tables: Mapping[str, pd.DataFrame], model: str) -> pd.DataFrame:
     """The paper's models' rows on `model`'s cells and pairs (`paper_matched`)."""
     matched = tables.get("paper_matched")
@@ -372,6 +391,11 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame])
         if len(scored):
             below, above = int((scored < score).sum()), int((scored > score).sum())
             none = f", {len(paper) - len(scored)} without a score" if len(scored) < len(paper) else ""
+            if fewer := _paper_untestable(tables, row["model"], left_out):
+                listed = "; ".join(
+                    f"{name}: {', '.join(b.replace('_', ' ') for b in bs)}" for name, bs in fewer.items()
+                )
+                none += f", {len(fewer)} over fewer biases, one of theirs untestable on these pairs ({listed})"
             parts[-1] += (
                 f"; the paper's {_count(len(scored), 'model')} score {_signed(scored.min())} to "
                 f"{_signed(scored.max())} ({below} below it, {above} above{none}){_like_with_like(tables, row['model'], left_out)}."

@@ -120,6 +120,29 @@ def test_the_paper_score_range_leaves_out_the_runs_untestable_bias() -> None:
     ) in sentence  # was "(the paper models' below 5 pairs)"
 
 
+def test_a_paper_score_over_fewer_biases_is_said() -> None:
+    # The run: acquiescence on K0 … K2 (Δ 10, 11, 13), odd/even on O1 … O3 (Δ 1, 2, 4), both testable. The paper's
+    # model holds only K0 of acquiescence (one pair: its t-test undefined, not scored) and O1 … O3 of odd/even
+    # (Δ 4, 5, 6: mean 5, stderr 0.577, t 8.66, df 2 → p 0.013: +1): its score +1 is over odd/even alone.
+    m = user(
+        {
+            "acquiescence": acquiescence([10, 11, 13], ["K0", "K1", "K2"]),
+            "odd_even": odd_even([1, 2, 4], ["O1", "O2", "O3"]),
+        }
+    )
+    published = {
+        "llama2-7b": {
+            ("acquiescence", "bias"): {"K0": 1.0, "Z1": 3.0},
+            ("odd_even", "bias"): {"O1": 4.0, "O2": 5.0, "O3": 6.0},
+        }
+    }
+    sentence = verdict_of(build_tables([m], baselines=published, topics=False))
+    assert (
+        "the paper's 1 model score +1 to +1 (0 below it, 0 above, 1 over fewer biases, one of theirs untestable on "
+        f"these pairs ({PAPER}: acquiescence))"
+    ) in sentence  # was silent: their +1 read as over both biases
+
+
 def test_a_missing_delta_is_na_not_nan() -> None:
     rows = pd.DataFrame(
         [{"model": "mine", "protocol": "sampled", "bias": "response_order", "setting": "bias", "n_pairs": 0,
