@@ -57,7 +57,7 @@ from typing import Any
 
 from biasmonkey.harness_ext.run_inputs import DEFAULT as DEFAULT_INPUT
 from biasmonkey.harness_ext.run_inputs import UNKNOWN as UNKNOWN_INPUT
-from biasmonkey.harness_ext.run_inputs import distinguish, recorded_inputs
+from biasmonkey.harness_ext.run_inputs import default_input_key, distinguish, recorded_inputs
 from biasmonkey.harness_ext.truncation import TaskCuts, truncation_of
 from biasmonkey.tasks.contract import INSPECT_PREFIX, LM_EVAL_PREFIX, Family, base_task_name, lm_eval_task_name
 from biasmonkey.tasks.families import family_module, family_of
@@ -478,7 +478,8 @@ def _inputs(family: Family, recorded: Mapping[str, str], given: Mapping[str, Any
     options = family.options_type
     inputs = {"weights": recorded.get("weights", UNKNOWN_INPUT)}
     for name in (f.name for f in options.option_fields("lm_eval") if f.name in options.input_files):
-        inputs[name] = recorded.get(name) or (_text(given[name]) if given.get(name) else DEFAULT_INPUT)
+        default = recorded.get(default_input_key(family.name, name), DEFAULT_INPUT)  # the family's own copy
+        inputs[name] = recorded.get(name) or (_text(given[name]) if given.get(name) else default)
     return inputs
 
 

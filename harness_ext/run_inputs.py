@@ -9,7 +9,9 @@ swapped. `biasmonkey run` records, for each results file it writes, digests of t
 - `weights`: the model's identity as the request cache keys it, without the backend and dtype (the
   resolved folder and its files' names, sizes and times; a hub id; a served model's URL and name);
 - each input-file option a family declares (`Options.input_files`, e.g. the cognitive `data_path`):
-  the file's sha256, `default` when the option was not given.
+  the file's sha256, `default` when the option was not given; then, where the family reads an
+  unpinned file of its own (`Options.default_input`: the cognitive tests copy in
+  `$BIASMONKEY_DATA_DIR/cognitive/`), that file's sha256 under "<family>:<option>".
 
 The scanner (`logs.lm_eval_outputs`) reads them back (`recorded_inputs`) and, among outputs of one
 folder, model and settings, makes each input that differs a setting of its own (`distinguish`), so
@@ -50,6 +52,11 @@ def file_digest(path: str | Path) -> str:
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 sha.update(chunk)
     return "sha256:" + sha.hexdigest()[:DIGEST_CHARS]
+
+
+def default_input_key(family: str, option: str) -> str:
+    """The record's key of the file a family's input-file option reads when it is not given."""
+    return f"{family}:{option}"
 
 
 def _read(path: Path) -> dict[str, dict[str, str]]:

@@ -20,6 +20,7 @@ import difflib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 log = logging.getLogger(__name__)
@@ -118,6 +119,12 @@ class Options:
     def intermediate(self) -> bool:
         """Whether a run with these options is a step whose outputs feed another run, not results."""
         return False
+
+    @classmethod
+    def default_input(cls, name: str) -> Path | None:
+        """The file an input-file option reads when it is not given and no pinned sha256 guards it
+        (`biasmonkey run` records its digest); None: checksummed data, or nothing to read."""
+        return None
 
     def follow_up(self, outputs: str) -> dict[str, Any]:
         """For an intermediate run: the options to add for the run that reads its `outputs` folder."""

@@ -38,6 +38,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -74,7 +75,7 @@ from biasmonkey.harness_ext.app.run_checks import (
 )
 from biasmonkey.harness_ext.app.run_lock import OutputLock, output_lock
 from biasmonkey.harness_ext.lm_eval.parent_watch import PARENT_ENV, start_group_watch
-from biasmonkey.harness_ext.run_inputs import digest_of, file_digest, record_inputs
+from biasmonkey.harness_ext.run_inputs import default_input_key, digest_of, file_digest, record_inputs
 from biasmonkey.harness_ext.truncation import record_truncation
 from biasmonkey.tasks.families import FAMILIES
 from biasmonkey.tasks.options import cli_metadata
@@ -153,14 +154,23 @@ def model_identity(args: argparse.Namespace, model_path: str | None) -> dict[str
     return identity
 
 
-def run_inputs(args: argparse.Namespace, model_path: str | None, metadata: dict[str, Any]) -> dict[str, str]:
+def run_inputs(
+    args: argparse.Namespace, model_path: str | None, metadata: dict[str, Any], families: Iterable[str] = ()
+) -> dict[str, str]:
     """The digests recorded beside the run's results (run_inputs.py): the model's identity without the
-    backend and dtype (settings of their own), and each input file named by an option."""
+    backend and dtype (settings of their own), each input file named by an option and, for the
+    `families` run, each unpinned file one of their input-file options reads when not given
+    (`Options.default_input`, as "<family>:<option>")."""
     identity = {k: v for k, v in model_identity(args, model_path).items() if k not in ("backend", "dtype")}
     inputs = {"weights": digest_of(identity)}
     for name in sorted({name for options in OPTION_TYPES for name in options.input_files}):
         if metadata.get(name):
             inputs[name] = file_digest(metadata[name])
+    for family in sorted(set(families)):
+        options = OPTIONS_BY_FAMILY[family]
+        for name in options.input_files:
+            if not metadata.get(name) and (path := options.default_input(name)) is not None:
+                inputs[default_input_key(family, name)] = file_digest(path)
     return inputs
 
 
@@ -480,7 +490,7 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     steps = lm_eval_steps(args, tasks, time.strftime("%Y%m%dT%H%M%S"))
     earlier = set(args.output.rglob("samples_*.jsonl"))  # the run's own are those written after this
     earlier_results = set(args.output.rglob("results_*.json"))
-    inputs = run_inputs(args, model_path, metadata)
+    inputs = run_inputs(args, model_path, metadata, (t.family for t in tasks if t.family))
     counters = prefix_cache_counters(args) if args.backend == "server" else None
     for number, step in enumerate(steps, 1):
         if len(steps) > 1:

@@ -13,9 +13,10 @@ paper's: a free answer, then an extraction call; lm-eval runs it as two runs, `t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
-from biasmonkey.tasks.cognitive.data import CORRECTED_PARAMS, bias_tests
+from biasmonkey.tasks.cognitive.data import CORRECTED_PARAMS, bias_tests, local_copy
 from biasmonkey.tasks.cognitive.prompts import (
     DEFAULT_PROMPTS,
     ONE_STEP_MAX_TOKENS,
@@ -111,6 +112,12 @@ class CognitiveOptions(Options):
         return LM_EVAL_TWO_STEP_MAX_TOKENS if harness == "lm_eval" else None
 
     locations: ClassVar[tuple[str, ...]] = ("data_path", "decisions")
+
+    @classmethod
+    def default_input(cls, name: str) -> Path | None:
+        """The tests file under $BIASMONKEY_DATA_DIR/cognitive/ that a run without `data_path` reads
+        (no pinned sha256: the Hub's copy is pinned by its revision instead)."""
+        return local_copy() if name == "data_path" else None
 
     def intermediate(self) -> bool:
         """Step one of lm-eval's two-step protocol: free answers, scored by step two."""

@@ -168,3 +168,39 @@ def test_resume_refuses_a_server_that_now_serves_other_weights(
         assert main([*argv, "--resume"]) == 0
     cached = re.search(r"Cached requests: (\d+), Requests remaining: (\d+)", capfd.readouterr().err)
     assert answered == 3 and int(cached.group(1)) > 0  # the 3 prompts' requests came from the cache
+
+
+def test_the_data_folders_own_tests_copy_is_recorded_and_told_apart(
+    data_dir_with_cognitive_fixture: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without --data-path, the cognitive tasks read the copy in $BIASMONKEY_DATA_DIR/cognitive/, which no
+    pinned sha256 guards: two runs on two copies (the second with each test's control and treatment
+    swapped) are two runs, data_path=sha256:…, while the response-bias task of the same runs, which
+    reads checksummed files, stays one setting."""
+    other = tmp_path / "data_b"
+    shutil.copytree(data_dir_with_cognitive_fixture, other, symlinks=True)
+    copy = other / "cognitive" / "cognitive-biases-in-llms.csv"
+    copy.unlink()
+    with COGNITIVE_TESTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with copy.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, "control": r["treatment"], "treatment": r["control"]} for r in rows)
+    model = build_tiny_model(tmp_path / "tiny", seed=0)
+    out = tmp_path / "out"
+    run = ["run", "--model", str(model), "--limit", "2", "--output", str(out), "--reversal", "hash"]
+    run += ["--tasks", "biasmonkey_acquiescence,biasmonkey_cognitive_anchoring"]
+    digests = []
+    for data in (data_dir_with_cognitive_fixture, other):
+        monkeypatch.setenv("BIASMONKEY_DATA_DIR", str(data))
+        assert main(run) == 0
+        digests.append(file_digest(data / "cognitive" / "cognitive-biases-in-llms.csv"))
+    assert digests[0] != digests[1]
+    records = json.loads((out / "tiny" / INPUTS_FILE).read_text())
+    assert sorted(r["cognitive:data_path"] for r in records.values()) == sorted(digests)
+    assert main(["summarize", str(out), "--out", str(tmp_path / "summary")]) == 0
+    rows = list(csv.DictReader((tmp_path / "summary" / "summary.csv").open()))
+    anchoring = sorted(r["settings"] for r in rows if r["task"].endswith("anchoring"))
+    assert anchoring == sorted(f"data_path={d}, dtype=float32, limit=2, reversal=hash" for d in digests)
+    assert {r["settings"] for r in rows if r.get("bias") == "acquiescence"} == {"dtype=float32, limit=2"}
