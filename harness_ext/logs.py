@@ -425,29 +425,23 @@ def _model_of_results(results: Mapping[str, Any], folder: Path) -> tuple[str, di
     return str(results.get("model_name") or _model_args(config).get("pretrained") or folder.name), config
 
 
-def _reported(task: str) -> Family | None:
-    """The family of a task that summaries and reports list (not a variant outside its suite)."""
-    family = family_of(task)
-    return None if family is None or base_task_name(task) in family.variants else family
-
-
 def _variant(task: str) -> bool:
-    """Whether a task is one of a family's variants outside its suite (summaries and reports leave it out)."""
+    """Whether a task is one of a family's variants outside its suite (summaries and reports leave it
+    out of the family's tables; a summary gives them tables of their own)."""
     family = family_of(task)
-    return family is not None and base_task_name(task) in family.variants
+    return family is not None and (base_task_name(task) or task) in family.variants
 
 
-def lm_eval_outputs(root: Path, left_out: list[str] | None = None) -> list[TaskOutput]:
+def lm_eval_outputs(root: Path, left_out: list[TaskOutput] | None = None) -> list[TaskOutput]:
     """Every biasmonkey samples file under an lm-eval output path, with the model and settings of
-    the results file written with it (same stamp); `left_out` gets the variants found (not read)."""
+    the results file written with it (same stamp); the variants' outputs go to `left_out` (where
+    given; else nowhere)."""
     results: dict[Path, dict[str, Any]] = {}
     found: list[tuple[TaskOutput, dict[str, str]]] = []  # (output, its inputs: run_inputs.py)
     for path in sorted(root.rglob(f"samples_{LM_EVAL_PREFIX}*.jsonl")):
         m = SAMPLES_FILE.match(path.name)
-        family = _reported(m.group(1)) if m else None
-        if m is not None and left_out is not None and _variant(m.group(1)):
-            left_out.append(m.group(1))
-        if m is None or family is None:
+        family = family_of(m.group(1)) if m else None
+        if m is None or family is None or (_variant(m.group(1)) and left_out is None):
             continue
         task, stamp = m.group(1), m.group(2)
         results_path = path.parent / f"results_{stamp}.json"
@@ -469,7 +463,10 @@ def lm_eval_outputs(root: Path, left_out: list[str] | None = None) -> list[TaskO
         name = base_task_name(task) or ""
         output = TaskOutput(name, family, "lm-eval", path, stamp, model, config, settings, given)
         found.append((output, _inputs(family, recorded, given)))
-    return _distinguished(found)
+    outputs = _distinguished(found)
+    if left_out is not None:
+        left_out += [out for out in outputs if _variant(out.task)]
+    return [out for out in outputs if not _variant(out.task)]
 
 
 def _inputs(family: Family, recorded: Mapping[str, str], given: Mapping[str, Any]) -> dict[str, str]:
@@ -545,9 +542,9 @@ def same_model_as_lm_eval(inspect_model: str) -> str:
     return inspect_model.removeprefix("hf/")
 
 
-def inspect_outputs(path: Path, left_out: list[str] | None = None) -> list[TaskOutput]:
-    """Every log of a biasmonkey task in an Inspect log folder or file; `left_out` gets the
-    variants found (not read)."""
+def inspect_outputs(path: Path, left_out: list[TaskOutput] | None = None) -> list[TaskOutput]:
+    """Every log of a biasmonkey task in an Inspect log folder or file; the variants' logs go to
+    `left_out` (where given; else nowhere)."""
     candidates = inspect_candidates(path)
     if not candidates:
         return []
@@ -562,10 +559,9 @@ def inspect_outputs(path: Path, left_out: list[str] | None = None) -> list[TaskO
         except Exception as err:
             raise ValueError(f"{log_path}: not a readable Inspect log ({type(err).__name__}: {err})") from err
         task = logged_task(header)
-        family = _reported(task) if task.startswith(INSPECT_PREFIX) else None
-        if left_out is not None and task.startswith(INSPECT_PREFIX) and _variant(task):
-            left_out.append(task)
-        if family is None:
+        family = family_of(task) if task.startswith(INSPECT_PREFIX) else None
+        variant = family is not None and _variant(task)
+        if family is None or (variant and left_out is None):
             continue
         check_task_version(log_path, header, family)
         info = {
@@ -573,7 +569,7 @@ def inspect_outputs(path: Path, left_out: list[str] | None = None) -> list[TaskO
             "harness": "inspect",
             "inspect_version": header.eval.packages.get("inspect_ai"),
         }
-        found.append(
+        (left_out if variant else found).append(  # type: ignore[union-attr]
             TaskOutput(
                 base_task_name(task) or "",
                 family,
@@ -589,26 +585,32 @@ def inspect_outputs(path: Path, left_out: list[str] | None = None) -> list[TaskO
     return found
 
 
-def scan(path: str | Path, left_out: list[str] | None = None) -> list[TaskOutput]:
-    """Every biasmonkey output under a results path (lm-eval folders and Inspect logs); `left_out`
-    gets the task names of the variants found, which no summary or report reads (`variants_note`)."""
+def scan(path: str | Path, left_out: list[TaskOutput] | None = None) -> list[TaskOutput]:
+    """Every biasmonkey output under a results path (lm-eval folders and Inspect logs) of a family's
+    suite; the outputs of its variants go to `left_out` (where given), which no family table, score
+    or report reads (`variants_note`; `biasmonkey summarize` gives them tables of their own)."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"{path}: no such file or folder")
     return ([] if path.is_file() else lm_eval_outputs(path, left_out)) + inspect_outputs(path, left_out)
 
 
-def variants_note(left_out: Iterable[str]) -> str | None:
-    """The line that says which variants a summary or report leaves out (None: none)."""
-    names = sorted({lm_eval_task_name(base_task_name(task) or task) for task in left_out})
+def variants_note(left_out: Iterable[TaskOutput], summarized: bool = False) -> str | None:
+    """The line that says which variants a summary or report leaves out of its families' tables
+    (None: none); `summarized`: the summary's own tables of them follow."""
+    names = sorted({lm_eval_task_name(out.task) for out in left_out})
     if not names:
         return None
     one = len(names) == 1
     what = "a variant outside its family's suite" if one else "variants outside their families' suites"
+    where = (
+        "in a table of their own below"
+        if summarized
+        else "in `biasmonkey summarize` and the harness's own results (lm-eval's results file and table, the Inspect log)"
+    )
     return (
-        f"Not in these tables: {', '.join(names)}, run here but {what} (`biasmonkey tasks list` marks them), which "
-        f"summaries and reports leave out; {'its' if one else 'their'} numbers are in the harness's own results "
-        "(lm-eval's results file and table, the Inspect log)."
+        f"Not in the families' tables, scores or verdicts: {', '.join(names)}, run here but {what} (`biasmonkey "
+        f"tasks list --all` marks them); {'its' if one else 'their'} numbers are {where}."
     )
 
 

@@ -25,10 +25,10 @@ from biasmonkey.tasks.families import FAMILIES
 
 
 def latest_outputs(
-    output_dir: Path, family: Family | None = None, left_out: list[str] | None = None
+    output_dir: Path, family: Family | None = None, left_out: list[TaskOutput] | None = None
 ) -> list[TaskOutput]:
     """The newest output of each task per run (model and settings) in a folder, of one family or all;
-    `left_out` gets the variants found (`logs.scan`)."""
+    `left_out` gets the variants' outputs (`logs.scan`)."""
     found = newest(
         (o for o in scan(output_dir, left_out) if family is None or o.family is family),
         key=lambda o: (o.family.name, o.harness),
@@ -48,10 +48,10 @@ def _picked(run: Run, model: str) -> bool:
 
 
 def runs_in(
-    output_dir: Path, model: str | None = None, left_out: list[str] | None = None
+    output_dir: Path, model: str | None = None, left_out: list[TaskOutput] | None = None
 ) -> dict[Run, list[TaskOutput]]:
     """The outputs of each run in a folder, in run order; `model` (full or short name, or a run's
-    label as a summary titles it) keeps that model's runs only; `left_out` gets the variants found."""
+    label as a summary titles it) keeps that model's runs only; `left_out` gets the variants' outputs."""
     runs: dict[Run, list[TaskOutput]] = {}
     for out in latest_outputs(output_dir, left_out=left_out):
         runs.setdefault(out.run, []).append(out)
@@ -108,6 +108,19 @@ def summary_tables(output_dir: Path, model: str | None = None, **options: Any) -
     return tables_of(runs_in(output_dir, model), **options)
 
 
+def variant_tables(outputs: Sequence[TaskOutput], model: str | None = None) -> dict[Run, dict[str, SummaryTable]]:
+    """Per run, a table per family of its variants outside the suite (`metric_table`: each metric
+    the task reports), the newest output of each; `model` keeps that model's runs only."""
+    tables: dict[Run, dict[str, list[TaskOutput]]] = {}
+    for out in newest(outputs, key=lambda o: (o.family.name, o.harness)):
+        if model is None or _picked(out.run, model):
+            tables.setdefault(out.run, {}).setdefault(out.family.name, []).append(out)
+    return {
+        run: {name: metric_table(FAMILIES[name], outs) for name, outs in families.items()}
+        for run, families in tables.items()
+    }
+
+
 def tables_of(runs: Mapping[Run, Sequence[TaskOutput]], **options: Any) -> dict[Run, dict[str, SummaryTable]]:
     """Each run's family tables (`summary_tables`)."""
     tables: dict[Run, dict[str, SummaryTable]] = {}
@@ -154,11 +167,13 @@ def to_markdown(
     engine: Sequence[str] = (),
     notes: Mapping[Run, Sequence[str]] | None = None,
     folder_notes: Sequence[str] = (),
+    variants: Mapping[Run, Mapping[str, SummaryTable]] | None = None,
 ) -> str:
     """The summary: one run's tables under its title, or one section per run; then `engine`, lines
     about the served engine of the `biasmonkey run` that wrote it (its prefix-cache hit rate).
     `notes`: per run, lines under its title that qualify every number of it (its truncated prompts);
-    `folder_notes`: lines under the title about the whole folder (the variants left out)."""
+    `folder_notes`: lines under the title about the whole folder (the variants left out of the
+    families' tables); `variants`: per run, its variants' tables, after its families' tables."""
     if len(tables) == 1:
         ((run, families),) = tables.items()
         lines, level = [f"# Summary: {labels[run]}"], "##"
@@ -173,6 +188,8 @@ def to_markdown(
             lines += ["", note]
         for name, table in families.items():
             lines += ["", f"{level} {FAMILIES[name].title}", "", *table_lines(table)]
+        for name, table in (variants or {}).get(run, {}).items():
+            lines += ["", f"{level} {FAMILIES[name].title}: variants outside the suite", "", *table_lines(table)]
     if engine:
         lines += ["", "## Served engine (this biasmonkey run)", "", *engine]
     return "\n".join(lines) + "\n"
@@ -194,15 +211,20 @@ def write_summary(
     A run whose prompts were cut to fit the model's context (`biasmonkey run --allow-truncation`, as
     recorded beside its results) says so under its title and in the CSV's `truncated_prompts` column
     (the run's cut prompts, on each of its rows)."""
-    left_out: list[str] = []
+    left_out: list[TaskOutput] = []
     runs = runs_in(output_dir, model, left_out)
     tables = tables_of(runs, **options)
-    variants = variants_note(left_out)
+    variants = variant_tables(left_out, model)
+    for run in variants:  # a run of variants only: their tables alone
+        tables.setdefault(run, {})
+        runs.setdefault(run, [])
+    tables = dict(sorted(tables.items()))
     if not tables:
         raise ValueError(
             f"no samples_biasmonkey_*.jsonl files or biasmonkey Inspect logs under {output_dir}: "
-            "run lm_eval with --log_samples, or give the Inspect log folder" + (f" ({variants})" if variants else "")
+            "run lm_eval with --log_samples, or give the Inspect log folder"
         )
+    note = variants_note(left_out, summarized=True)
     out_dir = make_folder(out_dir or output_dir)
     md, csv_path = out_dir / "summary.md", out_dir / "summary.csv"
     labels = {run: run.label for run in tables}
@@ -210,12 +232,13 @@ def write_summary(
         labels = {run: str(run) for run in tables}
     cuts = {run: truncated(outputs) for run, outputs in runs.items()}
     notes = {run: summary_lines(cuts[run]) for run in tables}
-    write_text(md, to_markdown(tables, labels, engine, notes, [variants] if variants else []))
+    write_text(md, to_markdown(tables, labels, engine, notes, [note] if note else [], variants))
+    variant_families = {run: {f"{name} (variant)": t for name, t in v.items()} for run, v in variants.items()}
     rows = [
         {**row, "model": run.model, "settings": describe(run.settings), "family": name}
         | ({"truncated_prompts": sum(c.prompts for c in cuts[run].values())} if cuts[run] else {})
         for run, families in tables.items()
-        for name, table in families.items()
+        for name, table in (families | variant_families.get(run, {})).items()
         for row in table.rows
     ]
     fieldnames = list(dict.fromkeys(k for r in rows for k in r))

@@ -4,6 +4,7 @@ in both harnesses (lm-eval on the tiny model; Inspect replaying its outputs thro
 
 from __future__ import annotations
 
+import csv
 import json
 import math
 import re
@@ -412,26 +413,36 @@ def test_scripted_generation_outputs_count_the_same_in_both_adapters(tmp_path: P
     assert score_weights(sample.metadata, [2, 1], [2, 1], 8, 2) == lm_eval_record
 
 
-def test_summaries_and_reports_name_the_variant_they_leave_out(
+def test_summaries_give_the_variant_a_table_of_its_own_and_reports_name_it(
     exact_seed_run, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
-    """The reword task is outside the suite: summaries and reports do not list it, and say so (it
-    used to vanish without a word); a folder holding only it is an error that says why."""
+    """The reword task is outside the suite: not in the family's table, score or report, and said so (it
+    used to vanish without a word); `summarize` gives it a table of its own, its numbers lm-eval's."""
     from biasmonkey.harness_ext.app.cli import main
 
-    _, samples = exact_seed_run
-    out = samples["biasmonkey_acquiescence_reword"].parent.parent
-    said = "Not in these tables: biasmonkey_acquiescence_reword, run here but a variant outside its family's suite"
+    results, samples = exact_seed_run
+    task = "biasmonkey_acquiescence_reword"
+    out = samples[task].parent.parent
+    said = f"Not in the families' tables, scores or verdicts: {task}, run here but a variant outside its family's suite"
     assert main(["summarize", str(out), "--out", str(tmp_path / "summary")]) == 0
     md = (tmp_path / "summary" / "summary.md").read_text()
-    assert said in md and "acquiescence_reword" not in (tmp_path / "summary" / "summary.csv").read_text()
+    assert said in md and "its numbers are in a table of their own below" in md
+    assert "## Survey response biases (Tjuatja et al., TACL 2024): variants outside the suite" in md
+    rows = list(csv.DictReader((tmp_path / "summary" / "summary.csv").open()))
+    (reword,) = [r for r in rows if r["family"] == "response_bias (variant)"]
+    assert reword["task"] == "acquiescence_reword"
+    for name in ("delta", "delta_p", "n_pairs"):  # recomputed from the records: lm-eval's numbers
+        assert float(reword[name]) == pytest.approx(metric(results["results"][task], name))
+    assert {r["family"] for r in rows} == {"response_bias", "response_bias (variant)"}
     assert main(["report", str(out), "--out", str(tmp_path / "report")]) == 0
-    assert said in (tmp_path / "report" / "report.md").read_text()
+    page = (tmp_path / "report" / "report.md").read_text()
+    assert said in page and "its numbers are in `biasmonkey summarize`" in page
+    # a folder holding only the variant: its table alone; the report has nothing to show and says why
     only = tmp_path / "only" / "model"
     only.mkdir(parents=True)
-    shutil.copy(samples["biasmonkey_acquiescence_reword"], only)
+    shutil.copy(samples[task], only)
+    assert main(["summarize", str(only.parent), "--out", str(tmp_path / "s2")]) == 0
+    assert "variants outside the suite" in (tmp_path / "s2" / "summary.md").read_text()
     capsys.readouterr()
-    assert main(["summarize", str(only.parent)]) == 2
-    assert said in capsys.readouterr().err
     assert main(["report", str(only.parent), "--out", str(tmp_path / "r2")]) == 2
     assert f"{only.parent}: no biasmonkey outputs" in (err := capsys.readouterr().err) and said in err

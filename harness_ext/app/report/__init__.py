@@ -32,7 +32,7 @@ from biasmonkey.harness_ext.app.report.inputs import ModelResults, discover
 from biasmonkey.harness_ext.app.report.leaderboard import leaderboard_text, write_leaderboard
 from biasmonkey.harness_ext.app.report.render import Figure, Page, Section, Table, to_html, to_markdown
 from biasmonkey.harness_ext.app.report.tables import build_tables
-from biasmonkey.harness_ext.logs import describe, variants_note
+from biasmonkey.harness_ext.logs import TaskOutput, describe, variants_note
 from biasmonkey.harness_ext.truncation import cut_sentence
 from biasmonkey.metrics import SIGNIFICANCE
 from biasmonkey.tasks.atomic_write import atomic_open, make_folder, write_text
@@ -72,7 +72,7 @@ def inputs_table(models: Sequence[ModelResults]) -> pd.DataFrame:
 
 
 def inputs_section(
-    models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame], left_out: Sequence[str] = ()
+    models: Sequence[ModelResults], tables: Mapping[str, pd.DataFrame], left_out: Sequence[TaskOutput] = ()
 ) -> Section:
     s = Section(
         "Inputs",
@@ -240,7 +240,7 @@ def _write_report(
     baseline: str | None,
     options: Mapping[str, Any],
 ) -> Path:
-    left_out: list[str] = []  # the variants found, which no report reads
+    left_out: list[TaskOutput] = []  # the variants found, which no report reads
     models = discover(paths, names, left_out)
     tables = build_tables(models, **options)
     fig_dir = out / "figures"

@@ -136,7 +136,7 @@ def _entries(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]
 
 
 def discover(
-    paths: Sequence[str | Path], names: Mapping[str, str] | None = None, left_out: list[str] | None = None
+    paths: Sequence[str | Path], names: Mapping[str, str] | None = None, left_out: list[TaskOutput] | None = None
 ) -> list[ModelResults]:
     """Every model's newest biasmonkey outputs per setting under the given paths, records read, in name order.
 
@@ -147,7 +147,7 @@ def discover(
     names = dict(names or {})
     found: list[tuple[int, str | Path, TaskOutput]] = []
     for i, raw in enumerate(paths):
-        variants: list[str] = []
+        variants: list[TaskOutput] = []
         outputs = newest(scan(raw, variants))
         if not outputs:
             only = f"; {note}" if (note := variants_note(variants)) else ""
