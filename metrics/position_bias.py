@@ -664,6 +664,7 @@ def summarize_positions(
         sub, lps = corrected.scored_items(items)
         metrics = position_metrics(sub, lps, m, resamples, bootstrap_seed, corrected.left_out)
         if not sub:
-            metrics = replace(metrics, reason=f"no item scored (left out: {corrected.left_out})")
+            counts = "; ".join(f"{why}: {n}" for why, n in corrected.left_out.items() if n)
+            metrics = replace(metrics, reason=f"no item scored (left out: {counts})")
         conditions[name] = metrics
     return PositionSummary(conditions, priors, calibration)

@@ -116,6 +116,13 @@ class Options:
     # earlier step's outputs): `biasmonkey run` records their digests (harness_ext/run_inputs.py).
     input_files: ClassVar[tuple[str, ...]] = ("data_path",)
 
+    @classmethod
+    def of_run(cls: type[T], entry: Any, task: str) -> T:
+        """The options a report entry's run of `task` was given (its `sources[task].options`), the
+        defaults where the entry does not record them."""
+        options = getattr(getattr(entry, "sources", {}).get(task), "options", None)
+        return options if isinstance(options, cls) else cls()
+
     def intermediate(self) -> bool:
         """Whether a run with these options is a step whose outputs feed another run, not results."""
         return False

@@ -3,6 +3,7 @@ columns and section. `harness_ext/app/report` calls these hooks for every family
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,9 @@ import pandas as pd
 from biasmonkey.harness_ext.app.report import figures
 from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
+from biasmonkey.harness_ext.logs import describe
 from biasmonkey.metrics import SIGNIFICANCE
+from biasmonkey.metrics.statistics import DeltaSummary
 from biasmonkey.tasks.cognitive.family import FAMILY
 from biasmonkey.tasks.cognitive.scoring import summarize_records
 from biasmonkey.tasks.contract import base_task_name
@@ -28,8 +31,25 @@ COLUMNS = [
     "p",
     "expected_score",
     "random_baseline",
+    "no_t_test",
+    "settings",
 ]
-SUMMARY_COLUMNS = ("cognitive_biases", "cognitive_significant_holm")
+SUMMARY_COLUMNS = ("cognitive_biases", "cognitive_significant_holm", "cognitive_untested")
+NOISE = 1e-12  # |x| below this is floating-point noise of 0 in the shown table (a random baseline of −2.75e-18)
+
+
+def no_t_test(score: DeltaSummary) -> str:
+    """Why a bias's t-test of m against 0 is undefined ("" where it is defined)."""
+    if not math.isnan(score.p):
+        return ""
+    if score.n < 2:
+        return f"{score.n} scored test{'s' * (score.n != 1)}, fewer than 2"
+    return f"no spread: all {score.n} scores equal"
+
+
+def _settings(model: Any, task: str) -> str:
+    source = getattr(model, "sources", {}).get(task)
+    return describe(source.settings) if source is not None else ""
 
 
 def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
@@ -50,15 +70,17 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
                     "p": s.score.p,
                     "expected_score": s.expected_score,
                     "random_baseline": s.random_baseline,
+                    "no_t_test": no_t_test(s.score),
+                    "settings": _settings(m, task),
                 }
             )
     return {"cognitive": pd.DataFrame(rows, columns=COLUMNS)}
 
 
 def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
-    """Failed tests (no score), per model and bias."""
+    """Failed tests (no score) and biases without a t-test, per model and bias."""
     cog = tables["cognitive"]
-    return [
+    failed = [
         {
             "model": row["model"],
             "task": row["bias"],
@@ -67,34 +89,67 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
         }
         for _, row in cog[cog["failures"] > 0].iterrows()
     ]
+    untested = [
+        {
+            "model": row["model"],
+            "task": row["bias"],
+            "warning": "no t-test",
+            "detail": f"{row['no_t_test']}: no p-value, outside the significance counts",
+        }
+        for _, row in cog[cog["no_t_test"] != ""].iterrows()
+    ]
+    return failed + untested
 
 
 def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
-    """A model's entries in the report's summary: biases tested and those significant after Holm."""
+    """A model's entries in the report's summary: biases tested, those significant after Holm, and
+    those without a t-test (`no_t_test`: outside the counts)."""
     cog = tables["cognitive"]
-    mine = cog[(cog["model"] == model.name) & cog["p"].notna()]
+    mine = cog[cog["model"] == model.name]
+    tested = mine[mine["p"].notna()]
     return {
-        "cognitive_biases": len(mine),
-        "cognitive_significant_holm": int((mine["p_holm"] < SIGNIFICANCE).sum()),
+        "cognitive_biases": len(tested),
+        "cognitive_significant_holm": int((tested["p_holm"] < SIGNIFICANCE).sum()),
+        "cognitive_untested": len(mine) - len(tested),
     }
 
 
-def summary_sentence(row: Mapping[str, Any]) -> str | None:
-    """The summary paragraph's sentence on a model's cognitive results (a row of the summary table)."""
+def _untested(row: Mapping[str, Any]) -> int:
+    n = row.get("cognitive_untested", 0)
+    return 0 if pd.isna(n) else int(n)
+
+
+def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None = None) -> str | None:
+    """The summary paragraph's sentence on a model's cognitive results (a row of the summary table):
+    the tested biases significant after Holm, then those without a t-test and why."""
     if pd.isna(row.get("cognitive_biases", float("nan"))):
         return None
+    counts = f"{int(row['cognitive_significant_holm'])} of {int(row['cognitive_biases'])}"
+    if not (untested := _untested(row)):
+        return f"Cognitive biases: {counts} significant after Holm."
+    why = ""
+    if tables is not None:
+        cog = tables["cognitive"]
+        mine = cog[(cog["model"] == row["model"]) & (cog["no_t_test"] != "")]
+        why = " (" + "; ".join(f"{b}: {r}" for b, r in zip(mine["bias"], mine["no_t_test"])) + ")"
     return (
-        f"Cognitive biases: {int(row['cognitive_significant_holm'])} of {int(row['cognitive_biases'])} "
-        "significant after Holm."
+        f"Cognitive biases: {counts} tested biases significant after Holm; {untested} more "
+        f"without a t-test{why}, outside the count."
     )
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
-    """The summary table's cognitive column, as shown ("k / n")."""
+    """The summary table's cognitive column, as shown ("k / n", plus the biases without a t-test)."""
     if "cognitive_biases" not in summary:
         return {}
-    pairs = zip(summary["cognitive_significant_holm"], summary["cognitive_biases"])
-    return {"cognitive significant (Holm)": ["–" if pd.isna(n) else f"{int(k)} / {int(n)}" for k, n in pairs]}
+    shown = []
+    for row in summary.to_dict("records"):
+        if pd.isna(row["cognitive_biases"]):
+            shown.append("–")
+            continue
+        cell = f"{int(row['cognitive_significant_holm'])} / {int(row['cognitive_biases'])}"
+        shown.append(cell + (f" (+{n} without t-test)" if (n := _untested(row)) else ""))
+    return {"cognitive significant (Holm)": shown}
 
 
 def _matrices(cognitive: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -106,13 +161,51 @@ def _matrices(cognitive: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return values, marks.fillna(False).astype(bool)
 
 
+def _tests_per_bias(n_tests: pd.Series) -> str:
+    low, high = int(n_tests.min()), int(n_tests.max())
+    return f"{low if low == high else f'{low}–{high}'} test{'s' * (high != 1)} per bias"
+
+
+def basis(cognitive: pd.DataFrame) -> str:
+    """The tests each report entry's means are over, e.g. "tiny: 1 test per bias; tiny1: 2 tests per bias"."""
+    per_model = {m: _tests_per_bias(rows["n_tests"]) for m, rows in cognitive.groupby("model", sort=False)}
+    if len(set(per_model.values())) == 1:
+        return next(iter(per_model.values()))
+    return "; ".join(f"{m}: {b}" for m, b in per_model.items())
+
+
+def like_with_like(cognitive: pd.DataFrame) -> str | None:
+    """Where the report's entries ran a bias on different numbers of tests or with different settings: which."""
+    if cognitive["model"].nunique() < 2:
+        return None
+    parts = []
+    if cognitive.groupby("bias")["n_tests"].nunique().gt(1).any():
+        parts.append(
+            f"the entries ran different numbers of tests ({basis(cognitive)}), so their means are not over the same tests"
+        )
+    settings = cognitive.groupby("model", sort=False)["settings"].agg(lambda s: " | ".join(dict.fromkeys(s)))
+    if settings.nunique() > 1:
+        parts.append("their settings differ (" + "; ".join(f"{m}: {s}" for m, s in settings.items()) + ")")
+    return "Not like with like: " + "; ".join(parts) + "." if parts else None
+
+
+def shown(cognitive: pd.DataFrame) -> pd.DataFrame:
+    """The table as the section shows it: without the settings (the Inputs section has them), floating-point
+    noise of 0 (|x| < NOISE) as 0."""
+    frame = cognitive.drop(columns=["settings"])
+    numbers = frame.select_dtypes("float").columns
+    frame[numbers] = frame[numbers].mask(frame[numbers].abs() < NOISE, 0.0)
+    return frame
+
+
 def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
-    """Mean bias score m per cognitive bias; * = significant after Holm."""
+    """Mean bias score m per cognitive bias; * = significant after Holm; the title says over how many tests."""
     if not len(tables["cognitive"]):
         return None
     values, marks = _matrices(tables["cognitive"])
     return Panel(
-        "Cognitive biases (Malberg et al., 2025): mean bias score m ∈ [−1, 1] (> 0 = biased direction)",
+        "Cognitive biases (Malberg et al., 2025): mean bias score m ∈ [−1, 1] (> 0 = biased direction); "
+        f"over {basis(tables['cognitive'])}",
         values,
         vmax=1.0,
         unit="m",
@@ -139,9 +232,14 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
     s = Section("Cognitive biases (Malberg et al., 2025)")
     s.blocks.append(
         "Mean bias score m ∈ [−1, 1] per bias over the tests that did not fail (> 0 = biased direction), its t-test against 0 "
-        "with Holm/BH adjusted p, failed tests, and the score of a uniformly random chooser."
+        "with Holm/BH adjusted p, failed tests, and the score of a uniformly random chooser. `no_t_test`: why a bias "
+        "has no t-test (its p is n/a and it is outside the significance counts)."
     )
-    s.blocks.append(Table("Mean bias score per model and cognitive bias", cog, cog["p"].astype(float) < SIGNIFICANCE))
+    s.blocks.append(
+        Table("Mean bias score per model and cognitive bias", shown(cog), cog["p"].astype(float) < SIGNIFICANCE)
+    )
+    if note := like_with_like(cog):
+        s.blocks.append(note)
     s.blocks.append(
         Figure(
             f"Mean bias score per cognitive bias and model; * = p < {SIGNIFICANCE} after Holm over the report's tests",

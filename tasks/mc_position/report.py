@@ -58,6 +58,7 @@ SUMMARY_COLUMNS = (
     "position_items",
     "position_rstd",
     *(f"position_rstd_{c}" for c in CONDITIONS if c != "raw"),
+    *(f"position_items_{c}" for c in CONDITIONS if c != "raw"),
     "position_changed",
 )
 COLOURS = {"raw": "#555555", "pride": "#1f77b4", "contextual": "#2ca02c", "specific": "#d62728"}
@@ -101,13 +102,6 @@ def _items_key(records: Sequence[Any]) -> str:
     return hashlib.sha1(repr(rows).encode()).hexdigest()[:10]
 
 
-def _run_options(model: Any, task: str) -> PositionOptions:
-    """The options the task's run was given (the defaults where the report entry does not record them)."""
-    source = getattr(model, "sources", {}).get(task)
-    options = getattr(source, "options", None) if source is not None else None
-    return options if isinstance(options, PositionOptions) else PositionOptions()
-
-
 def _settings(model: Any, task: str) -> str:
     from biasmonkey.harness_ext.logs import describe
 
@@ -141,7 +135,7 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
     for m in models:
         for task, records in m.tasks(NAME).items():
             name = base_task_name(task) or task
-            s = summarize(records, _run_options(m, task))
+            s = summarize(records, PositionOptions.of_run(m, task))
             extra = {"settings": _settings(m, task), "items_key": _items_key(records)}
             rows += [{"model": m.name, **row, **extra} for row in condition_rows(name, s)]
             recalls += recall_rows(m.name, name, s)
@@ -188,6 +182,7 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     }
     for c in CONDITIONS[1:]:
         out[f"position_rstd_{c}"] = _mean(mine.loc[mine["condition"] == c, "rstd"])
+        out[f"position_items_{c}"] = int(mine.loc[mine["condition"] == c, "n_items"].sum())
     out["position_changed"] = _mean(raw["changed"])
     return out
 
@@ -196,19 +191,33 @@ def _number(value: Any, fmt: str = "{:.3f}") -> str:
     return "n/a" if value is None or pd.isna(value) else fmt.format(float(value))
 
 
+def _items(n: int) -> str:
+    return f"{n} item{'s' * (n != 1)}"
+
+
+def _corrected(row: Mapping[str, Any], condition: str, items: int) -> str:
+    """A correction's RStd in the verdict, with its items where they are not the raw number's."""
+    n = row.get(f"position_items_{condition}", items)
+    shown = f"{LABELS[condition]} {_number(row.get(f'position_rstd_{condition}'))}"
+    if pd.isna(n) or int(n) == items:
+        return shown
+    return shown + (f" (over {_items(int(n))})" if int(n) else " (no item scored)")
+
+
 def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] | None = None) -> str | None:
-    """The verdict's sentence on a model's wrapped tasks (a row of the summary table)."""
+    """The verdict's sentence on a model's wrapped tasks (a row of the summary table); a correction
+    scored on other items than raw (PriDe without its calibration items) says over how many."""
     if pd.isna(row.get("position_tasks", math.nan)):
         return None
     tasks, items = int(row["position_tasks"]), int(row["position_items"])
-    corrected = ", ".join(f"{LABELS[c]} {_number(row.get(f'position_rstd_{c}'))}" for c in CONDITIONS[1:])
+    corrected = ", ".join(_corrected(row, c, items) for c in CONDITIONS[1:])
     mean = "" if tasks == 1 else f", mean over {tasks} wrapped tasks"
     changed = row.get("position_changed")
     moved = "" if pd.isna(changed) else f"; {100 * float(changed):.0f}% of the items change answer under permutation"
     return (
         f"Answer-position bias on wrapped multiple-choice tasks (RStd of the recalls per position over the cyclic "
         f"orders, 0 = none{mean}): {_number(row['position_rstd'])} raw; after correction {corrected}{moved} "
-        f"(this run: {items} item{'s' * (items != 1)})."
+        f"(this run: {_items(items)})."
     )
 
 
@@ -230,6 +239,28 @@ def _inner(task: str) -> str:
     return task.removeprefix(PREFIX)
 
 
+def _entry_items(rows: pd.DataFrame) -> str:
+    """An entry's raw items: "15 items", or per task where it ran several."""
+    if len(rows) == 1:
+        return _items(int(rows["n_items"].iloc[0]))
+    return ", ".join(f"{_items(int(n))} of {_inner(t)}" for t, n in zip(rows["task"], rows["n_items"]))
+
+
+def basis(table: pd.DataFrame) -> str:
+    """What each report entry's raw numbers are over, e.g. "tiny: 15 items; tiny1: 10 items; items or
+    settings differ between entries (the section's notes say how)"."""
+    raw = table[table["condition"] == "raw"]
+    per_model = {m: _entry_items(rows) for m, rows in raw.groupby("model", sort=False)}
+    if len(set(per_model.values())) == 1:
+        text = next(iter(per_model.values()))
+    else:
+        text = "; ".join(f"{m}: {items}" for m, items in per_model.items())
+    by_task = raw.groupby("task")
+    if (by_task["items_key"].nunique() > 1).any() or (by_task["settings"].nunique() > 1).any():
+        text += "; items or settings differ between entries (the section's notes say how)"
+    return text
+
+
 def headline(tables: Mapping[str, pd.DataFrame]) -> Any:
     """RStd per wrapped task, raw and after each correction that has numbers (no test: no marks)."""
     from biasmonkey.harness_ext.app.report.headline import Panel
@@ -244,7 +275,8 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Any:
     values = values.reindex(index=list(dict.fromkeys(cells["model"])), columns=list(dict.fromkeys(cells["cell"])))
     return Panel(
         "Answer position on wrapped multiple-choice tasks: RStd of the recalls per position over the cyclic orders, "
-        "raw and after each correction that has numbers (PriDe, contextual calibration, Specific; 0 = none)",
+        "raw and after each correction that has numbers (PriDe, contextual calibration, Specific; 0 = none); "
+        f"over {basis(table)}",
         values.astype(float),
         vmax=0.25,
         unit="RStd",
@@ -350,12 +382,30 @@ def _delta(value: Any) -> str:
     return "–" if value is None or pd.isna(value) else f"{float(value):+.1f}%"
 
 
+LEFT_OUT = {  # why a correction left an item out (`left_out_by_reason`'s keys), in words
+    "calibration": "used for PriDe's calibration",
+    "unpriored": "without a PriDe prior for their option count",
+    "no_content_free": "without a content-free prompt",
+    "unbalanced": "unbalanced across correct letters",
+}
+
+
+def left_out_words(by_reason: str) -> str:
+    """`left_out_by_reason` ("unbalanced: 15; calibration: 1") in words: "15 items unbalanced across correct
+    letters, 1 item used for PriDe's calibration"."""
+    parts = (part.rsplit(": ", 1) for part in by_reason.split("; ") if part)
+    return ", ".join(f"{_items(int(n))} {LEFT_OUT.get(reason, reason)}" for reason, n in parts)
+
+
 def _why(row: Mapping[str, Any]) -> str:
     """The condition's note in the table: why it has no numbers, or what it left out and why some of
-    its numbers or CIs are n/a."""
+    its numbers or CIs are n/a; the items left out in words."""
+    left_out = f"left out: {left_out_words(row['left_out_by_reason'])}" if row["left_out"] else ""
     if row["reason"]:
-        return f"no numbers: {row['reason']}"
-    parts = [f"left out: {row['left_out_by_reason']}"] if row["left_out"] else []
+        # the metrics' reason may end in the left-out counts ("(left out: unbalanced: 15)"): shown in words instead
+        reason = re.sub(r"\s*\(left out: [^()]*\)$", "", row["reason"])
+        return f"no numbers: {reason}" + (f" ({left_out})" if left_out else "")
+    parts = [left_out] if left_out else []
     if isinstance(row.get("notes"), str) and row["notes"]:  # a CSV's empty cell reads as NaN
         parts.append(row["notes"])
     return "; ".join(parts)

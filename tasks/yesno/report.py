@@ -13,13 +13,17 @@ import pandas as pd
 from biasmonkey.harness_ext.app.report.figures import from_cache, legend_below, save, subplots
 from biasmonkey.harness_ext.app.report.headline import Panel
 from biasmonkey.harness_ext.app.report.render import Figure, Section, Table
+from biasmonkey.metrics.yesno import K_FOLDS, SEED
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.yesno import baselines
 from biasmonkey.tasks.yesno.family import FAMILY
+from biasmonkey.tasks.yesno.options import YesNoOptions
 from biasmonkey.tasks.yesno.scoring import SMALL_CLASS, caveats, summarize
 
 CORRECTIONS = ("base", "generic", "specific")
-COLUMNS = ["model", "task", "correction", "n", "bias", "accuracy"]
+# k, seed: the Specific folds the run was given; settings: its settings (`logs.describe`); chat_template: the
+# value of its `apply_chat_template` setting, "" for the raw prompt (as the authors prompted their models)
+COLUMNS = ["model", "task", "correction", "n", "bias", "accuracy", "k", "seed", "settings", "chat_template"]
 SUMMARY_COLUMNS = ("yesno_tasks", "yesno_items", "yesno_ties", "yesno_bias_base", "yesno_bias_specific")
 AUTHORS = "Bhatt & Ivanova (2025)"
 AUTHORS_COLUMNS = ["task", *baselines.COLUMNS]
@@ -36,15 +40,39 @@ def authors_table(tasks: Sequence[str]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=AUTHORS_COLUMNS)
 
 
+def _summary(model: Any, task: str, records: Sequence[Any]) -> Any:
+    """`summarize` of a task's records under its run's Specific folds (k, seed)."""
+    options = YesNoOptions.of_run(model, task)
+    return summarize(records, options.k, options.seed)
+
+
+def _settings(model: Any, task: str) -> dict[str, str]:
+    """The run's settings as the table holds them: all of them as text, and its chat template ("" for none)."""
+    from biasmonkey.harness_ext.logs import describe
+
+    source = getattr(model, "sources", {}).get(task)
+    settings = tuple(source.settings) if source is not None else ()
+    chat = dict(settings).get("apply_chat_template", "")
+    return {
+        "settings": describe(settings),
+        "chat_template": "" if chat in ("", "false") else f"apply_chat_template={chat}",
+    }
+
+
 def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
     """`yesno`: bias and accuracy per model × task × correction (base, generic, specific);
     `yesno_authors`: the authors' 16 models on the tasks run, where their released results are at
     hand (`$BIASMONKEY_DATA_DIR/yesno/reference/`). What qualifies these numbers (ties, …) is in
-    `warnings`."""
+    `warnings`. Each task is scored under its run's options (k, seed) and carries its settings."""
     rows = []
     for m in models:
         for task, records in m.tasks("yesno").items():
-            s = summarize(records)
+            s = _summary(m, task, records)
+            options = {
+                "k": YesNoOptions.of_run(m, task).k,
+                "seed": YesNoOptions.of_run(m, task).seed,
+                **_settings(m, task),
+            }
             for correction in CORRECTIONS:
                 suffix = "" if correction == "base" else f"_{correction}"
                 rows.append(
@@ -55,6 +83,7 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
                         "n": s.n,
                         "bias": getattr(s, f"bias{suffix}"),
                         "accuracy": getattr(s, f"accuracy{suffix}"),
+                        **options,
                     }
                 )
     yesno = pd.DataFrame(rows, columns=COLUMNS)
@@ -75,7 +104,7 @@ def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[
                 detail = f"{imputed:g} yes/no continuations imputed (not in the top-k) over {len(records)} items"
                 rows.append({"model": m.name, "task": task, "warning": "imputed log-probabilities", "detail": detail})
             # small gold classes (nearly every --limit run has them) are noted in `summarize`, not warned of here
-            for warning, detail in caveats(summarize(records)):
+            for warning, detail in caveats(_summary(m, task, records)):
                 if warning != SMALL_CLASS:
                     rows.append({"model": m.name, "task": task, "warning": warning, "detail": detail})
     return rows
@@ -95,22 +124,34 @@ def summary(model: Any, tables: Mapping[str, pd.DataFrame]) -> dict[str, Any]:
     }
 
 
-def _beside_authors(model: str, tables: Mapping[str, pd.DataFrame]) -> str:
-    """How the model's base bias, over the tasks the authors report, compares with their 16 models'."""
-    authors = tables.get("yesno_authors")
-    if authors is None or not len(authors):
-        return ""
-    yesno = tables["yesno"]
+def _compared(model: str, tables: Mapping[str, pd.DataFrame]) -> tuple[pd.DataFrame, pd.DataFrame] | None:
+    """The model's base rows on the tasks the authors report and the authors' rows on those tasks (None: none)."""
+    authors, yesno = tables.get("yesno_authors"), tables.get("yesno")
+    if authors is None or yesno is None:
+        return None
     mine = yesno[(yesno["model"] == model) & (yesno["correction"] == "base") & yesno["task"].isin(authors["task"])]
-    if not len(mine):
-        return ""
-    theirs = authors[authors["task"].isin(mine["task"])].groupby("model", sort=False)["bias"].mean()
-    bias = float(mine["bias"].mean())
-    smaller = int((theirs.abs() < abs(bias)).sum())
+    return (mine, authors[authors["task"].isin(mine["task"])]) if len(mine) else None
+
+
+def _chat_templates(rows: pd.DataFrame) -> list[str]:
+    """The chat templates of `rows` (their `chat_template` column), none for raw prompts."""
+    return [c for c in dict.fromkeys(rows["chat_template"]) if c]
+
+
+def _beside_authors(mine: pd.DataFrame, theirs: pd.DataFrame) -> str:
+    """How the model's base bias (`mine`: its rows on the tasks the authors report) compares with the
+    authors' models' (`theirs`, on the same tasks): mean |bias| per task on both sides (a signed mean
+    would let a +0.5 and a −1.0 cancel), and the prompts where the model's were a chat template."""
+    own = float(mine["bias"].abs().mean())
+    their = theirs.assign(bias=theirs["bias"].abs()).groupby("model", sort=False)["bias"].mean()
+    smaller = int((their < own).sum())
     on = "the same task" if len(mine) == 1 else f"the same {len(mine)} tasks"
+    chats = _chat_templates(mine)
+    prompts = f" (their raw prompts; this run: a chat template, {' / '.join(chats)})" if chats else ""
+    what = "|bias|" if len(mine) == 1 else "mean |bias| per task"
     return (
-        f"; the authors' {len(theirs)} models on {on}: {theirs.min():+.2f} to {theirs.max():+.2f} before correction "
-        f"({smaller} less biased, |bias| {abs(bias):.2f})"
+        f"; the authors' {_count(len(their), 'model')} on {on}{prompts}: {what} {their.min():.2f} to {their.max():.2f} "
+        f"before correction ({smaller} less biased than this run's {own:.2f})"
     )
 
 
@@ -120,10 +161,12 @@ def summary_sentence(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame] 
     if pd.isna(row.get("yesno_tasks", float("nan"))):
         return None
     tasks = int(row["yesno_tasks"])
-    beside = _beside_authors(row["model"], tables or {})
+    compared = _compared(row["model"], tables or {})
+    beside = _beside_authors(*compared) if compared else ""
     return (
         f"Yes-no bias (mean over {tasks} task{'s' * (tasks != 1)}, 0 = unbiased): {_signed(row['yesno_bias_base'])}, "
-        f"{_signed(row['yesno_bias_specific'])} after the Specific correction{_items(row, bool(beside))}{beside}."
+        f"{_signed(row['yesno_bias_specific'])} after the Specific correction"
+        f"{_items(row, compared[0] if compared else None)}{beside}."
     )
 
 
@@ -131,17 +174,27 @@ def _signed(x: float) -> str:
     return "n/a" if pd.isna(x) else f"{x:+.2f}"
 
 
-def _items(row: Mapping[str, Any], with_authors: bool) -> str:
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' * (n != 1)}"
+
+
+def _items(row: Mapping[str, Any], compared: pd.DataFrame | None) -> str:
     """Over how many items each side was computed, and how many of them were exact ties, where the
-    summary row counts them. The authors released per-task numbers over every item only, so a
-    --limit run cannot be matched item by item."""
+    summary row counts them; with the authors (`compared`: the model's rows on the tasks they report),
+    how many of the items are on those tasks. The authors released per-task numbers over every item
+    only, so a --limit run cannot be matched item by item."""
     items = row.get("yesno_items")
     if items is None or pd.isna(items):
         return ""
     ties = row.get("yesno_ties")
     tied = "" if ties is None or pd.isna(ties) or not ties else f", {int(ties)} of them exact ties scored as coin flips"
-    authors = "; the authors': every item of each task" if with_authors else ""
-    return f" (this run: {int(items)} item{'s' * (int(items) != 1)}{tied}{authors})"
+    authors = ""
+    if compared is not None:
+        on = int(compared["n"].sum())
+        if on != int(items):
+            authors = f"; {on} of them on the {_count(len(compared), 'task')} the authors report"
+        authors += "; the authors': every item of each task"
+    return f" (this run: {_count(int(items), 'item')}{tied}{authors})"
 
 
 def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
@@ -152,9 +205,19 @@ def summary_display(summary: pd.DataFrame) -> dict[str, list[str]]:
     return {"yes-no bias base → specific": ["–" if pd.isna(b) else f"{b:+.2f} → {_signed(sp)}" for b, sp in pairs]}
 
 
+def _basis(base: pd.DataFrame) -> str:
+    """Per model, the items per task and the settings of its base rows: "m1: 4 items per task (limit=4)"."""
+    parts = []
+    for model, rows in base.groupby("model", sort=False):
+        low, high = int(rows["n"].min()), int(rows["n"].max())
+        items = f"{low} items" if low == high else f"{low}–{high} items"
+        parts.append(f"{model}: {items} per task ({' / '.join(dict.fromkeys(rows['settings']))})")
+    return "; ".join(parts)
+
+
 def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     """Yes-no bias per task before any correction (no test: no marks): the user's models, then the
-    authors' on the tasks they report."""
+    authors' on the tasks they report; the title says on what items and settings each side stands."""
     base = tables["yesno"][tables["yesno"]["correction"] == "base"]
     if not len(base):
         return None
@@ -168,14 +231,12 @@ def headline(tables: Mapping[str, pd.DataFrame]) -> Panel | None:
     )
     values = rows.pivot(index="model", columns="task", values="bias").reindex(list(dict.fromkeys(rows["model"])))
     values = values[list(dict.fromkeys(base["task"]))]
-    return Panel(
-        "Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased)",
-        values,
-        vmax=1.0,
-        unit="bias",
-        fmt="{:+.2f}",
-        references=authors["model"].nunique(),
-    )
+    title = f"Yes-no bias (Bhatt & Ivanova, 2025): (#yes − #no)/N per task, before correction (0 = unbiased); {_basis(base)}"
+    if len(authors):
+        title += "; the authors' models: every item of each task, raw prompts"
+        if chats := list(dict.fromkeys(base.loc[base["chat_template"] != "", "model"])):
+            title += f" (not the chat template of {', '.join(chats)})"
+    return Panel(title, values, vmax=1.0, unit="bias", fmt="{:+.2f}", references=authors["model"].nunique())
 
 
 def bars(yesno: pd.DataFrame, path: Path) -> Path:
@@ -199,11 +260,30 @@ def bars(yesno: pd.DataFrame, path: Path) -> Path:
     return save(fig, path)
 
 
+def _folds(base: pd.DataFrame) -> list[tuple[int, int, str]]:
+    """The Specific folds (k, seed) of the base rows, each with the model × task rows that used them."""
+    groups = base.groupby(["k", "seed"], sort=False)
+    return [
+        (int(k), int(seed), ", ".join(f"{m} {t}" for m, t in zip(g["model"], g["task"]))) for (k, seed), g in groups
+    ]
+
+
+def _folds_text(base: pd.DataFrame) -> str:
+    """`5-fold, seed 42`, or the folds of each model × task where they differ."""
+    folds = _folds(base)
+    if len(folds) == 1:
+        k, seed, _ = folds[0]
+        return f"{k}-fold, seed {seed}"
+    return "k-fold; the runs differ in k or seed: " + "; ".join(f"k = {k}, seed {s} for {who}" for k, s, who in folds)
+
+
 def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
     s = Section("Yes-no bias (Bhatt & Ivanova, CogSci 2025)")
+    base = tables["yesno"][tables["yesno"]["correction"] == "base"]
     s.blocks.append(
         "bias = (#yes − #no)/N ∈ [−1, 1] (0 unbiased) and accuracy, before (`base`) and after the Generic (no-context) "
-        "and Specific (5-fold) log-probability corrections."
+        f"and Specific ({_folds_text(base)}) log-probability corrections, with each run's k and seed (the seed shuffles "
+        "the folds of COMPS, Arith and bAbI; EWoK's folds are consecutive blocks) and settings."
     )
     s.blocks.append(Table("Bias and accuracy per model, task and correction", tables["yesno"]))
     s.blocks.append(
@@ -211,10 +291,22 @@ def section(tables: Mapping[str, pd.DataFrame], fig_dir: Path) -> Section:
     )
     authors = tables.get("yesno_authors")
     if authors is not None and len(authors):
+        mine = base[base["task"].isin(authors["task"])]
+        other = [(k, seed, who) for k, seed, who in _folds(mine) if (k, seed) != (K_FOLDS, SEED)]
+        folds = "".join(f"; unlike k = {k}, seed {seed} of {who}" for k, seed, who in other)
+        chats = [
+            f"{m} ran with a chat template ({', '.join(_chat_templates(rows))})"
+            for m, rows in mine.groupby("model", sort=False)
+            if _chat_templates(rows)
+        ]
+        prompts = (
+            f" {'; '.join(chats)}: its prompts are not theirs, so the rows compare different prompts." if chats else ""
+        )
         s.blocks.append(
             f"The authors' 16 models ({AUTHORS}; their released results, `yesno/reference/summary_jsons/`) on the "
-            "tasks run that they report (per EWoK domain, not pooled): plain and k-fold (Specific) bias and accuracy "
-            "as they computed them (their k-fold bias divides by the items of a fold)."
+            "tasks run that they report (per EWoK domain, not pooled), on every item of each task with the raw prompt: "
+            f"plain and k-fold (Specific; k = {K_FOLDS}, seed {SEED}{folds}) bias and accuracy as they computed them "
+            f"(their k-fold bias divides by the items of a fold). This report's rows: {_basis(mine)}.{prompts}"
         )
         s.blocks.append(Table("The authors' models: bias and accuracy per task", authors))
     return s

@@ -131,9 +131,15 @@ def test_report_hooks_recompute_a_model_from_its_records(monkeypatch) -> None:
     assert math.isnan(row["rstd_specific"])
     summary = report.summary(model, tables)
     assert summary["answer_position_rstd"] == pytest.approx(0.43301, abs=1e-5)
-    sentence = report.summary_sentence({"model": "m1", **summary})
+    sentence = report.summary_sentence({"model": "m1", **summary}, tables)
     assert sentence.startswith("Answer-position bias on MMLU (RStd of the letter recalls, 0 = none): 0.433,")
-    assert f"0.433, {report.SPECIFIC_NA} (this run: 8 questions" in sentence  # not "nan"
+    too_few = "too few questions per gold letter (A 1, B 1, C 1, D 1) for k − 1 = 4 balanced folds"
+    assert f"0.433, n/a after the Specific correction (anatomy: {too_few}" in sentence  # not "nan"
+    assert sentence.endswith("(this run: 8 questions in 2 subjects).")
+    # without the notes (a table built by hand): the general reason
+    assert f"n/a after the Specific correction ({report.SPECIFIC_NA})" in report.summary_sentence(
+        {"model": "m1", **summary}
+    )
     shown = report.summary_display(pd.DataFrame([summary]))
     assert shown == {"MMLU RStd base → specific": ["0.433 → n/a"]}
     section = report.section(tables, Path("unused"))
@@ -146,7 +152,16 @@ def test_the_verdict_and_headline_place_a_model_among_the_authors_models() -> No
     table = pd.concat(
         [
             pd.DataFrame(
-                [{"prompt": "zeroshot", "source": "this run", "model": "m1", "rstd": 0.1, "rstd_specific": 0.05}]
+                [
+                    {
+                        "prompt": "zeroshot",
+                        "source": "this run",
+                        "model": "m1",
+                        "subjects": 57,
+                        "rstd": 0.1,
+                        "rstd_specific": 0.05,
+                    }
+                ]  # fmt: skip
             ),
             pd.DataFrame(
                 [

@@ -253,9 +253,4 @@ def test_answer_position_authors_on_the_runs_subjects(data_dir: Path) -> None:
     table = ap_report.baseline_table("zeroshot", subjects=["anatomy"]).set_index("model")
     assert (table["subjects"] == 1).all() and len(table) == 16
     assert table["rstd"].to_dict() == pytest.approx(anatomy["rstd"].to_dict())
-    runs = [
-        pd.DataFrame({"prompt": ["zeroshot", "zeroshot"], "subject": ["virology", "anatomy"]}),
-        pd.DataFrame({"prompt": ["zeroshot"], "subject": ["anatomy"]}),
-    ]
-    assert ap_report._common_subjects(runs, "zeroshot") == ["anatomy"]
-    assert ap_report._common_subjects(runs, "fewshot") is None
+    # each model's own subjects in the report: tests/answer_position/test_answer_position_report.py

@@ -134,7 +134,7 @@ def test_summary_section_text(tmp_path: Path) -> None:
     assert "Cognitive biases: 0 of 1 significant after Holm." in md
     assert "- **m2**: Yes-no bias (mean over 1 task, 0 = unbiased): +0.00, +0.00 after the Specific correction" in md
     if yesno_baselines.available():  # beside the authors' 16 models on COMPS (tests/yesno/test_yesno_report.py)
-        assert "(0 less biased, |bias| 0.00)." in md  # none is less biased than 0
+        assert "(0 less biased than this run's 0.00)." in md  # none is less biased than 0
     # warnings: one line per model and kind, naming the tasks
     assert "**Warnings**" in md
     assert "- **m1**, invalid answers — acquiescence_key_typo: 2.5% of 400 sampled answers\n" in md

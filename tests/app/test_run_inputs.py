@@ -79,6 +79,16 @@ def test_resume_and_fresh_together_are_refused(tmp_path: Path, capsys: pytest.Ca
 # ---------------------------------------------------------------------------- real runs into one folder
 
 
+def swapped_copy(path: Path) -> None:
+    """The cognitive test fixture written to `path` with each test's control and treatment swapped."""
+    with COGNITIVE_TESTS.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows({**r, "control": r["treatment"], "treatment": r["control"]} for r in rows)
+
+
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, Path]:
     """Into one folder, one model folder `tiny`: acquiescence and anchoring on tests A; anchoring on
@@ -87,12 +97,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> dict[str, 
     root = tmp_path_factory.mktemp("run-inputs")
     model = build_tiny_model(root / "tiny", seed=0)
     tests_b = root / "tests_b.csv"
-    with COGNITIVE_TESTS.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with tests_b.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({**r, "control": r["treatment"], "treatment": r["control"]} for r in rows)
+    swapped_copy(tests_b)
     out = root / "out"
     run = ["run", "--model", str(model), "--limit", "2", "--output", str(out), "--reversal", "hash"]
     both = ["--tasks", "biasmonkey_acquiescence,biasmonkey_cognitive_anchoring", "--data-path", str(COGNITIVE_TESTS)]
@@ -181,12 +186,7 @@ def test_the_data_folders_own_tests_copy_is_recorded_and_told_apart(
     shutil.copytree(data_dir_with_cognitive_fixture, other, symlinks=True)
     copy = other / "cognitive" / "cognitive-biases-in-llms.csv"
     copy.unlink()
-    with COGNITIVE_TESTS.open(newline="") as f:
-        rows = list(csv.DictReader(f))
-    with copy.open("w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows({**r, "control": r["treatment"], "treatment": r["control"]} for r in rows)
+    swapped_copy(copy)
     model = build_tiny_model(tmp_path / "tiny", seed=0)
     out = tmp_path / "out"
     run = ["run", "--model", str(model), "--limit", "2", "--output", str(out), "--reversal", "hash"]

@@ -478,9 +478,9 @@ def test_empty_conditions_say_why() -> None:
     one = [PositionItem("a", 2, 0, (0, 1), np.zeros((2, 2)))]
     s = summarize_positions(one, content_free={3: [0.0, 0.0, 0.0]}, resamples=5)
     assert s.conditions["raw"].accuracy == 0.5  # a tie: half the gold
-    assert s.conditions["pride"].reason == "no item scored (left out: {'calibration': 1, 'unpriored': 0})"
-    assert s.conditions["contextual"].reason == "no item scored (left out: {'no_content_free': 1})"
-    assert s.conditions["specific"].reason == "no item scored (left out: {'unbalanced': 1})"
+    assert s.conditions["pride"].reason == "no item scored (left out: calibration: 1)"
+    assert s.conditions["contextual"].reason == "no item scored (left out: no_content_free: 1)"
+    assert s.conditions["specific"].reason == "no item scored (left out: unbalanced: 1)"
     assert math.isnan(s.delta_pct["specific"]["accuracy"])
 
 

@@ -148,7 +148,7 @@ def _holm_family(tests: pd.DataFrame, models: Sequence[ModelResults]) -> str:
     n = int(tests["p"].notna().sum())
     names = {k: v for module in family_reports(models).values() for k, v in getattr(module, "TEST_NAMES", {}).items()}
     present = [names.get(t, t) for t in dict.fromkeys(tests.dropna(subset=["p"])["table"])]
-    return f"Holm over the report's family of {n} tests ({', '.join(present) or 'none'} tests of your models)"
+    return f"Holm over the report's family of {n} tests ({', '.join(present) or 'no'} tests of your models)"
 
 
 def model_lines(row: Mapping[str, Any], tables: Mapping[str, pd.DataFrame], models: Sequence[ModelResults]) -> str:
@@ -181,7 +181,7 @@ def verdict(tables: Mapping[str, pd.DataFrame], models: Sequence[ModelResults]) 
     for module in family_reports(models).values():
         lines += call(module, "summary_notes", tables, default=[])
     if n := int((tables["warnings"]["model"].isin([m.name for m in models])).sum()):
-        lines.append(f"**{n} warning{'s' * (n != 1)}** below (Summary) qualify these numbers.")
+        lines.append(f"**{n} warning{'s' * (n != 1)}** below (Summary) qualif{'ies' if n == 1 else 'y'} these numbers.")
     return lines
 
 
