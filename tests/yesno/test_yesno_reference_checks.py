@@ -68,6 +68,12 @@ def damaged_copy(data_dir: Path, root: Path, name: str, damage: Damage | str, mo
     return path
 
 
+def assert_named(path: Path, message: str, read: Callable[[], object]) -> None:
+    """`read` stops with a DataError naming the damaged file, then `message`, then the fix."""
+    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}: (.*)?{message}.*{re.escape(RESTORE)}$"):
+        read()
+
+
 def mmlu_model() -> ModelResults:
     """A model with zero-shot anatomy records: the report adds the authors' zero-shot MMLU rows."""
     model = ModelResults(name="m1", model="org/m1")
@@ -96,8 +102,7 @@ def test_a_damaged_mmlu_file_is_named_with_its_entry_and_the_fix(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Damage | str, message: str
 ) -> None:
     path = damaged_copy(data_dir, tmp_path, "zeroshot_qwen_mmlu.json", damage, monkeypatch)
-    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}: (.*)?{message}.*{re.escape(RESTORE)}$"):
-        ap_report.tables([mmlu_model()])
+    assert_named(path, message, lambda: ap_report.tables([mmlu_model()]))
 
 
 @pytest.mark.parametrize(
@@ -114,8 +119,7 @@ def test_a_damaged_yesno_file_is_named_with_its_entry_and_the_fix(
     data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Damage | str, message: str
 ) -> None:
     path = damaged_copy(data_dir, tmp_path, "zeroshot_qwen_comps.json", damage, monkeypatch)
-    with pytest.raises(DataError, match=rf"^{re.escape(str(path))}: (.*)?{message}.*{re.escape(RESTORE)}$"):
-        yn_report.tables([model_saying_yes()])
+    assert_named(path, message, lambda: yn_report.tables([model_saying_yes()]))
 
 
 def test_the_undamaged_copy_gives_the_tables(data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
