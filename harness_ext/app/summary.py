@@ -24,6 +24,10 @@ from biasmonkey.tasks.contract import Family, SummaryTable, lm_eval_task_name, r
 from biasmonkey.tasks.families import FAMILIES
 
 
+def _family_and_harness(out: TaskOutput) -> tuple[str, str]:
+    return out.family.name, out.harness
+
+
 def latest_outputs(
     output_dir: Path, family: Family | None = None, left_out: list[TaskOutput] | None = None
 ) -> list[TaskOutput]:
@@ -31,7 +35,7 @@ def latest_outputs(
     `left_out` gets the variants' outputs (`logs.scan`)."""
     found = newest(
         (o for o in scan(output_dir, left_out) if family is None or o.family is family),
-        key=lambda o: (o.family.name, o.harness),
+        key=_family_and_harness,
     )
     harnesses: dict[tuple[Run, str], TaskOutput] = {}
     for out in found:
@@ -112,7 +116,7 @@ def variant_tables(outputs: Sequence[TaskOutput], model: str | None = None) -> d
     """Per run, a table per family of its variants outside the suite (`metric_table`: each metric
     the task reports), the newest output of each; `model` keeps that model's runs only."""
     tables: dict[Run, dict[str, list[TaskOutput]]] = {}
-    for out in newest(outputs, key=lambda o: (o.family.name, o.harness)):
+    for out in newest(outputs, key=_family_and_harness):
         if model is None or _picked(out.run, model):
             tables.setdefault(out.run, {}).setdefault(out.family.name, []).append(out)
     return {

@@ -72,7 +72,7 @@ def place_of(out: TaskOutput) -> str:
     return str(out.path.parent.parent if out.harness == "lm-eval" else out.path.parent)
 
 
-def _by_place(model: str, outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
+def _by_place(outputs: Sequence[TaskOutput]) -> list[tuple[str, list[TaskOutput]]]:
     """A model's outputs: one group, or one per place where a task of one harness and setting was
     found in two places (two runs of the same model, e.g. `runs/a` and `runs/b`), named by the place."""
     places: dict[tuple[str, str, Settings], set[str]] = {}
@@ -171,7 +171,7 @@ def discover(
                 f"models {other!r} and {model!r} both have the short name {name!r}; "
                 f"tell them apart with --name {model}=OTHER_NAME"
             )
-        for place, in_place in _by_place(model, outputs):
+        for place, in_place in _by_place(outputs):
             for suffix, group in _entries(in_place):
                 distinct = " ".join(t for t in (f"({suffix})" if suffix else "", f"[{place}]" if place else "") if t)
                 label = f"{name} {distinct}" if distinct else name
