@@ -96,6 +96,19 @@ def test_a_norm_whose_instance_has_a_forward_of_its_own_is_left_alone() -> None:
     assert calls == [1] and hooked.forward is hook_forward and "forward" not in vars(plain)
 
 
+def test_norms_are_found_while_another_instance_has_its_forwards_installed() -> None:
+    """Two biasmonkey-hf on one model (a warm-up thread's forwards installed while the other looks,
+    as bench_gpu.py's variants are made): every norm is still found, probed against its class."""
+    model = norms_of(LlamaRMSNorm(16), LlamaRMSNorm(16), EpsilonOutsideRMSNorm(16, eps=1e-5)).float()
+    first = fusable_norms(model)
+    assert len(first) == 2
+    with installed(first):
+        assert [m for m, _ in fusable_norms(model)] == [m for m, _ in first]
+    # the probe compares with the class's own forward, not with one of ours the instance carries
+    model[2].forward = first[0][1]
+    assert [m for m, _ in fusable_norms(model)] == [m for m, _ in first]
+
+
 def counting_rms_norm(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     calls: list[int] = []
     real = F.rms_norm

@@ -32,6 +32,7 @@ import torch.nn.functional as F
 log = logging.getLogger(__name__)
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
+FUSED_MARK = "_biasmonkey_fused_norm"  # set on our forwards, which an instance may carry while another looks
 PROBE_SCALES = (1e-3, 1.0, 1e2)  # the probe rows' magnitudes: where eps matters, typical, large
 
 
@@ -49,7 +50,16 @@ def _fused_forward(module: torch.nn.Module, eps: float) -> Forward:
     def forward(hidden_states: torch.Tensor) -> torch.Tensor:
         return F.rms_norm(hidden_states, shape, module.weight, eps)
 
+    setattr(forward, FUSED_MARK, True)
     return forward
+
+
+def _hooked(module: torch.nn.Module) -> bool:
+    """Whether the instance carries a forward of its own other than ours (a hook's, e.g.
+    accelerate's). Ours may be there: another instance's forwards on the same model (a warm-up
+    thread's) are installed while this one looks."""
+    own = vars(module).get("forward")
+    return own is not None and not getattr(own, FUSED_MARK, False)
 
 
 def _agrees(module: torch.nn.Module, forward: Forward) -> bool:
@@ -61,7 +71,7 @@ def _agrees(module: torch.nn.Module, forward: Forward) -> bool:
     rows *= torch.tensor(PROBE_SCALES)[:, None]
     rows = rows.to(device=weight.device, dtype=weight.dtype)
     try:
-        expected, got = module(rows), forward(rows)
+        expected, got = type(module).forward(module, rows), forward(rows)  # the class's, not one installed
     except (RuntimeError, TypeError, ValueError):
         return False
     if got.dtype != expected.dtype or got.shape != expected.shape:
@@ -79,7 +89,7 @@ def fusable_norms(model: torch.nn.Module) -> list[tuple[torch.nn.Module, Forward
     for module in model.modules():
         weight, eps = getattr(module, "weight", None), _epsilon(module)
         kind = type(module)
-        if not kind.__name__.endswith("RMSNorm") or eps is None or "forward" in vars(module):
+        if not kind.__name__.endswith("RMSNorm") or eps is None or _hooked(module):
             continue  # (a forward on the instance: a hook's, e.g. accelerate's, left alone)
         if not isinstance(weight, torch.Tensor) or weight.dim() != 1 or not weight.is_floating_point():
             continue
