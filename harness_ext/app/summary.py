@@ -82,12 +82,15 @@ def task_records(output_dir: Path, family: Family) -> dict[str, list]:
 
 
 def metric_table(family: Family, outputs: Sequence[TaskOutput]) -> SummaryTable:
-    """One row per task: each metric the task reports in its harness, under its name, computed from the records."""
+    """One row per task: each metric the task reports in its harness, under its name, computed from
+    the records; a task run in both harnesses gets a row per harness, named in a `harness` column."""
+    both = len({out.harness for out in outputs}) > 1
     rows = []
     for out in outputs:
         records = out.read_records()
         metrics = reported(family, out.options, out.contract_harness, family.tasks[out.task])
-        rows.append({"task": out.task, **{m.name: m.compute(records) for m in metrics}})
+        where = {"harness": out.harness} if both else {}
+        rows.append({"task": out.task, **where, **{m.name: m.compute(records) for m in metrics}})
     return SummaryTable(rows, list(dict.fromkeys(k for r in rows for k in r)))
 
 

@@ -446,3 +446,41 @@ def test_summaries_give_the_variant_a_table_of_its_own_and_reports_name_it(
     capsys.readouterr()
     assert main(["report", str(only.parent), "--out", str(tmp_path / "r2")]) == 2
     assert f"{only.parent}: no biasmonkey outputs" in (err := capsys.readouterr().err) and said in err
+
+
+def test_a_variant_run_in_both_harnesses_gets_a_row_per_harness_named(
+    exact_seed_run, tiny_model: Path, tmp_path: Path
+) -> None:
+    """One model and setting, the variant through lm-eval and Inspect into one folder: two rows in its
+    table, each naming its harness (they used to stand unlabelled)."""
+    from biasmonkey.harness_ext.app.cli import main
+
+    _, samples = exact_seed_run
+    task = "biasmonkey_acquiescence_reword"
+    folder = tmp_path / "both"
+    shutil.copytree(samples[task].parent.parent, folder)
+    (log,) = inspect_eval(
+        "biasmonkey/acquiescence_reword",
+        model=f"hf/{tiny_model}",
+        model_args={
+            "device": "cpu",
+            "dtype": "float32",
+            **yaml.safe_load((REPO / "configs" / "inspect_hf_raw_prompt.yaml").read_text()),
+        },
+        limit=6,
+        task_args={"perturbation_seeds": "1,2,3"},
+        log_dir=str(folder / "inspect"),
+        display="none",
+        max_connections=1,
+    )
+    assert log.status == "success", log.error
+    assert main(["summarize", str(folder), "--out", str(tmp_path / "summary")]) == 0
+    rows = [r for r in csv.DictReader((tmp_path / "summary" / "summary.csv").open()) if "variant" in r["family"]]
+    assert sorted(r["harness"] for r in rows) == ["inspect", "lm-eval"], rows
+    assert {r["task"] for r in rows} == {"acquiescence_reword"} and len({r["model"] for r in rows}) == 1
+    # the suite's own table, where each task ran in lm-eval only, has no harness column
+    assert all(
+        r["harness"] == ""
+        for r in csv.DictReader((tmp_path / "summary" / "summary.csv").open())
+        if r["family"] == "response_bias"
+    )
