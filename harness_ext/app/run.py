@@ -436,6 +436,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     from biasmonkey.harness_ext.app.report import write_report
+    from biasmonkey.harness_ext.app.report.families import check_report_inputs
     from biasmonkey.harness_ext.app.summary import latest_outputs, write_summary
 
     check_inputs(args)
@@ -444,6 +445,7 @@ def run_suite(args: argparse.Namespace, held: contextlib.ExitStack) -> int:
     # The run's requests, as lm-eval will build them: bad options and missing data fail here, before lm-eval.
     tasks = build_requests(task_spec(args.suite, args.tasks), metadata, args.limit, include=include_dir(args))
     warn_unused_options(metadata, (t.family for t in tasks), OPTIONS_BY_FAMILY)
+    check_report_inputs([t.name for t in tasks])  # the authors' results the report reads: damaged ones fail now
     model_path: str | None = None
     if args.backend != "server":
         if args.model:

@@ -65,6 +65,14 @@ warnings give each reason.
 """
 
 
+def check_inputs(tasks: Sequence[str]) -> None:
+    """The authors' per-subject results of each prompt type among `tasks`, read and checked now (where
+    the shared data folder has them): a damaged file stops `biasmonkey run` before the model runs."""
+    if baselines.available():
+        for prompt in dict.fromkeys(FAMILY.tasks[task]["prompt"] for task in tasks if task in FAMILY.tasks):
+            baselines.subject_results(prompt)
+
+
 def baseline_table(prompt: str, root: Any = None, subjects: Sequence[str] | None = None) -> pd.DataFrame:
     """The authors' 16 models on one prompt type (means over the subjects of their per-subject
     results; `tests/answer_position/test_answer_position_baselines.py` checks them against their summaries);

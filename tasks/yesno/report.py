@@ -40,6 +40,13 @@ def authors_table(tasks: Sequence[str]) -> pd.DataFrame:
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=AUTHORS_COLUMNS)
 
 
+def check_inputs(tasks: Sequence[str]) -> None:
+    """The authors' results the report compares `tasks` with, read and checked now (where the shared
+    data folder has them): a damaged file stops `biasmonkey run` before the model runs."""
+    if baselines.available():
+        authors_table([task for task in tasks if task in FAMILY.tasks])
+
+
 def _summary(model: Any, task: str, records: Sequence[Any]) -> Any:
     """`summarize` of a task's records under its run's Specific folds (k, seed)."""
     options = YesNoOptions.of_run(model, task)

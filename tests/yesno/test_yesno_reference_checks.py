@@ -130,3 +130,33 @@ def test_the_undamaged_copy_gives_the_tables(data_dir: Path, tmp_path: Path, mon
     assert len(authors) == 16 and (authors["subjects"] == 57).all()
     assert authors.loc["Qwen1.5-7B", "accuracy"] == pytest.approx(0.51982, abs=5e-6)  # their summary: 0.5198
     assert len(yn_report.tables([model_saying_yes()])["yesno_authors"]) == 16
+
+
+@pytest.mark.parametrize(
+    ("name", "task"),
+    [
+        ("zeroshot_qwen_comps.json", "biasmonkey_yesno_comps"),
+        ("zeroshot_qwen_mmlu.json", "biasmonkey_answer_position_anatomy"),
+    ],
+)
+def test_run_stops_on_a_damaged_file_before_the_model_runs(
+    data_dir: Path,
+    tiny_model: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture,
+    name: str,
+    task: str,
+) -> None:
+    """The report reads these after the model's run: `biasmonkey run` reads them first, so a damaged
+    copy costs no model time (it used to stop the report, after the run)."""
+    from biasmonkey.harness_ext.app.cli import main
+
+    path = damaged_copy(data_dir, tmp_path / "data", name, cut, monkeypatch)
+    for upstream in (data_dir / "yesno").glob("*.zip"):  # the questions themselves, undamaged
+        (tmp_path / "data" / "yesno" / upstream.name).symlink_to(upstream)
+    out = tmp_path / "out"
+    code = main(["run", "--model", str(tiny_model), "--tasks", task, "--limit", "1", "--output", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and f"{path}: not a JSON file" in err and RESTORE in err, err
+    assert not list(out.rglob("results_*.json")) and not list(out.rglob("samples_*.jsonl"))  # no model run

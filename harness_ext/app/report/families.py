@@ -11,6 +11,8 @@ Such a module gives `tables(models, **options) -> {name: DataFrame}` and `sectio
   published models' rows, and count-only rows such as response bias's `not coded` topics) and `TEST_NAMES` ({table: how the summary names its tests});
 - `inputs_notes(tables)` (lines of the Inputs section) and `leaderboard_entries(model, tables)`
   (extra results of the lm-eval results file: {name: {results, higher_is_better, n_samples}}).
+- `check_inputs(tasks)`: reads what the report will compare the tasks (unprefixed names) with, the
+  authors' released results, so that `biasmonkey run` stops on a damaged file before the model runs.
 
 `**options` are the report options the family's `commands.report_options` reads (e.g. the
 response-bias `baselines`, `uncertainty_side`); each hook is passed those of its own keyword
@@ -24,7 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any
 
-from biasmonkey.tasks.families import FAMILIES, family_module
+from biasmonkey.tasks.contract import base_task_name
+from biasmonkey.tasks.families import FAMILIES, family_module, family_of
 
 
 def family_reports(models: Sequence[Any] | None = None) -> dict[str, ModuleType]:
@@ -61,3 +64,15 @@ def check_options(options: Mapping[str, Any]) -> None:
         raise TypeError(
             f"unknown report option(s) {unknown}; the families take {sorted(known - {'models', 'tables', 'fig_dir'})}"
         )
+
+
+def check_report_inputs(tasks: Sequence[str]) -> None:
+    """Each family's `check_inputs` on its tasks of a run (lm-eval or unprefixed names): the report's
+    reference files read before the model runs; a DataError names the file and the fix."""
+    by_family: dict[str, list[str]] = {}
+    for task in tasks:
+        if (family := family_of(task)) is not None:
+            by_family.setdefault(family.name, []).append(base_task_name(task) or task)
+    for name, mine in by_family.items():
+        if module := family_module(name, "report"):
+            call(module, "check_inputs", mine)
