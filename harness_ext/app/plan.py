@@ -157,12 +157,25 @@ def _load_tasks(spec: str, metadata: dict[str, Any], include: Path | None = None
     folder = str(include or tasks_dir())
     ours = TaskManager(include_path=folder, include_defaults=False, metadata=metadata)
     if resolves_within(ours.task_index, names):
-        return ours.load(names)["tasks"]
+        return _loaded(ours, names)
     if any(not name.startswith("biasmonkey") for name in names):  # another suite's task: index lm-eval's too (slow)
         manager = TaskManager(include_path=folder, metadata=metadata)
         if set(names) <= set(manager.all_tasks):
-            return manager.load(names)["tasks"]
+            return _loaded(manager, names)
     raise unknown_tasks(spec, ours.all_tasks)
+
+
+def _loaded(manager: Any, names: list[str]) -> dict[str, Any]:
+    """The tasks' objects; a dataset that cannot be read or reached (lm-eval loads it here: a Hub
+    dataset offline, a missing file) is one line naming the tasks and the fix."""
+    try:
+        return manager.load(names)["tasks"]
+    except OSError as err:  # datasets' ConnectionError, DatasetNotFoundError and FileNotFoundError among them
+        raise ValueError(
+            f"{', '.join(names)}: a task's dataset could not be loaded ({type(err).__name__}: {err}); check its "
+            "dataset_path and data files, or, for a Hugging Face Hub dataset, fetch it once with network "
+            "(HF_HUB_OFFLINE and HF_DATASETS_OFFLINE unset) so that it is cached"
+        ) from None
 
 
 def build_requests(
