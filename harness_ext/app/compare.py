@@ -63,13 +63,17 @@ class CompareRun:
     outputs: dict[str, TaskOutput | None]  # lm-eval task name -> output (None: published data, records given)
     records: dict[str, list] = field(default_factory=dict, repr=False)
 
-    def tasks(self, family: Family) -> dict[str, list]:
-        """{lm-eval task name: records} of one family's tasks, in the family's order (a family whose
-        task table lists none, the wrapped tasks: by name)."""
+    def task_names(self, family: Family) -> list[str]:
+        """The run's tasks of one family (lm-eval names), in the family's order (a family whose task
+        table lists none, the wrapped tasks: by name); no records are read."""
         names = [lm_eval_task_name(task) for task in family.tasks] or sorted(
             name for name in self.outputs if family_of(name) is family
         )
-        return {name: self.records_of(name) for name in names if name in self.outputs}
+        return [name for name in names if name in self.outputs]
+
+    def tasks(self, family: Family) -> dict[str, list]:
+        """{lm-eval task name: records} of one family's tasks, in `task_names`' order."""
+        return {name: self.records_of(name) for name in self.task_names(family)}
 
     def records_of(self, task: str) -> list:
         if task not in self.records:
@@ -143,17 +147,56 @@ def pick(name: str, runs: Sequence[CompareRun], option: str) -> CompareRun:
     raise ValueError(f"{option} {name}: {what} of that name ({listed}); give a run's label or its path")
 
 
+def split_outside_brackets(text: str, sep: str) -> list[str]:
+    """`text` split at each `sep` outside parentheses and brackets: a run's label keeps its settings
+    ("tiny (dtype=float32, limit=2)") and place ("[path]") whole."""
+    parts, depth, start = [], 0, 0
+    for i, char in enumerate(text):
+        depth += (char in "([") - (char in ")]")
+        if char == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    return parts + [text[start:]]
+
+
+def parse_pairs(pairs: str, names: str = "a run's label, model name or path") -> list[tuple[str, str]]:
+    """`--pairs A:B,C:D` as [(A, B), …]: pairs split at the commas, each at its last colon, outside
+    parentheses and brackets (so a label's settings may hold commas); `names`: what A and B may be."""
+    chosen = []
+    for text in split_outside_brackets(pairs, ","):
+        *first, b = split_outside_brackets(text.strip(), ":")
+        a = ":".join(first)
+        if not a or not b:
+            raise ValueError(
+                f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D), A and B each {names}"
+            )
+        chosen.append((a, b))
+    return chosen
+
+
+def check_runs_used_once(chosen: Sequence[tuple[CompareRun, CompareRun]]) -> None:
+    """Each run in one pair only: two pairs that share a run are not independent units (what one
+    run's noise does to one pair it does to the other), so the paired t-test over the pairs, which
+    takes them as independent, would overstate the evidence (as a pair given twice would)."""
+    seen: dict[int, str] = {}  # id(run) -> its pair
+    for a, b in chosen:
+        pair = f"{a.label}:{b.label}"
+        for r in (a, b):
+            if id(r) in seen:
+                raise ValueError(
+                    f"--pairs: the run {r.label} is in two pairs ({seen[id(r)]} and {pair}); the pairs are the "
+                    "test's independent units, and two pairs sharing a run are not: give each run in one pair only"
+                )
+            seen[id(r)] = pair
+
+
 def run_pairs(
     runs: Sequence[CompareRun], baseline: str | None, pairs: str | None
 ) -> list[tuple[CompareRun, CompareRun]]:
     if pairs:
-        chosen = []
-        for text in pairs.split(","):
-            a, sep, b = text.rpartition(":")
-            if not sep or not a or not b:
-                raise ValueError(f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D)")
-            chosen.append((pick(a, runs, "--pairs"), pick(b, runs, "--pairs")))
+        chosen = [(pick(a, runs, "--pairs"), pick(b, runs, "--pairs")) for a, b in parse_pairs(pairs)]
         check_distinct_pairs([(a.label, b.label) for a, b in chosen], "--pairs")
+        check_runs_used_once(chosen)
         return chosen
     if len(runs) < 2:
         raise ValueError(f"found {len(runs)} run ({', '.join(r.label for r in runs)}): compare needs two or more")
@@ -163,8 +206,21 @@ def run_pairs(
     return list(itertools.combinations(runs, 2))
 
 
-def prompt_settings() -> frozenset[str]:
-    return PROMPT_SETTINGS.union(*(getattr(hooks(f), "PROMPT_SETTINGS", frozenset()) for f in FAMILIES.values()))
+def prompt_settings(families: Iterable[Family] | None = None) -> frozenset[str]:
+    """The settings that change the prompts: the harness's and those of `families` (default: every family's)."""
+    chosen = FAMILIES.values() if families is None else families
+    return PROMPT_SETTINGS.union(*(getattr(hooks(f), "PROMPT_SETTINGS", frozenset()) for f in chosen))
+
+
+def prompt_changes(a: CompareRun, b: CompareRun) -> dict[str, tuple[str, str]]:
+    """The settings the runs differ in that change the prompts of the tasks both have: the harness's,
+    and each family's only where both runs have a task of it (a yes-no `seed`, which moves its Specific
+    folds, is not the cognitive prompts' `seed`); none where they share no task."""
+    shared = [f for f in FAMILIES.values() if set(a.task_names(f)) & set(b.task_names(f))]
+    if not shared:
+        return {}
+    prompts = prompt_settings(shared)
+    return {k: v for k, v in differing_settings(a.run, b.run).items() if k in prompts}
 
 
 def differing_settings(a: Run, b: Run) -> dict[str, tuple[str, str]]:
@@ -178,11 +234,10 @@ def settings_text(differ: dict[str, tuple[str, str]]) -> str:
 
 
 def check_settings(pairs: Sequence[tuple[CompareRun, CompareRun]], allow: bool) -> None:
-    """Refuse pairs that differ in a setting that changes the prompts, unless `allow`."""
-    prompts = prompt_settings()
+    """Refuse pairs that differ in a setting that changes the prompts of their common tasks
+    (`prompt_changes`), unless `allow`."""
     for a, b in pairs:
-        changed = {k: v for k, v in differing_settings(a.run, b.run).items() if k in prompts}
-        if changed and not allow:
+        if (changed := prompt_changes(a, b)) and not allow:
             raise ValueError(
                 f"{a.label} and {b.label} differ in settings that change the prompts: {settings_text(changed)}; "
                 "their items are not the same questions. Give --allow-settings to compare them all the same"
@@ -429,10 +484,7 @@ def published_model_pairs(pairs: str | None, names: Sequence[str], default: Sequ
     if not pairs:
         return list(default)
     chosen = []
-    for text in pairs.split(","):
-        a, sep, b = text.strip().rpartition(":")
-        if not sep or not a or not b:
-            raise ValueError(f"--pairs {pairs}: write each pair as A:B, separated by commas (A:B,C:D)")
+    for a, b in parse_pairs(pairs, "a published model's name"):
         for model in (a, b):
             if model not in names:
                 close = difflib.get_close_matches(model, names, n=1)

@@ -90,6 +90,17 @@ def test_one_run_has_no_section_and_other_settings_are_left_out(tmp_path: Path) 
         comparison(models, baseline="zeta")
 
 
+def test_another_familys_prompt_setting_does_not_leave_a_run_out() -> None:
+    """`seed` changes the cognitive prompts (and moves yes-no Specific folds), not the response-bias
+    ones: two acquiescence runs that differ in it are compared, the setting named, not left out."""
+    seeded = (("limit", "3"), ("seed", "7"))
+    result, runs, _ = comparison([entry("a", [10, 20, 30]), entry("b", [12, 25, 29], seeded)])
+    assert list(runs["role"]) == ["baseline", "compared"]
+    (row,) = [r for r in result.rows if r["measure"] == "delta"]
+    assert row["difference"] == pytest.approx(2)  # B − A = 2, 5, −1 (as in test_two_runs_by_hand)
+    assert result.pairs[0]["differing_settings"] == "seed (unset vs 7)"
+
+
 def mcq(subject: str, answers: str) -> list[McqRecord]:
     """Four questions of a subject, gold A, B, C, D, answered with the given letters."""
     return [

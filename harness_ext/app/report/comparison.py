@@ -5,8 +5,8 @@ code: `compare.item_rows`, `compare.compare_pairs`, `compare_output`).
 The baseline is the report's first run (the order of its tables: models by name, then each model's
 runs by settings) or the run `biasmonkey report --baseline RUN` names. Only runs asked the same
 questions as the baseline are compared: a run that differs from it in a setting that changes the
-prompts (`compare.prompt_settings`: chat template, few-shot, system instruction, a family's prompt
-options) or has no task in common with it is left out, and the section names it and why. Items
+prompts of the tasks both have (`compare.prompt_changes`: chat template, few-shot, system
+instruction, a family's prompt options on its own tasks) or has no task in common with it is left out, and the section names it and why. Items
 both runs have are compared (`--common-items`), the dropped ones counted. The section's p-values
 form a Holm family of their own, apart from the report's (its "Multiple comparisons").
 """
@@ -24,10 +24,9 @@ from biasmonkey.harness_ext.app.compare import (
     CompareRun,
     Comparison,
     compare_pairs,
-    differing_settings,
     item_rows,
     pick,
-    prompt_settings,
+    prompt_changes,
     settings_text,
 )
 from biasmonkey.harness_ext.app.compare_output import ITEM_COLUMNS, ITEMS_TEXT, adjustment_text, cells, pair_rows
@@ -64,13 +63,11 @@ def _shared(a: CompareRun, b: CompareRun) -> bool:
 def choose(runs: Sequence[CompareRun], baseline: str | None) -> tuple[CompareRun, list[CompareRun], list[dict]]:
     """The baseline, the runs compared with it and those left out ({run, role, reason} rows)."""
     base = pick(baseline, runs, "--baseline") if baseline is not None else runs[0]
-    prompts = prompt_settings()
     compared, table = [], [{"run": base.label, "role": "baseline", "reason": ""}]
     for r in runs:
         if r is base:
             continue
-        changed = {k: v for k, v in differing_settings(base.run, r.run).items() if k in prompts}
-        if changed:
+        if changed := prompt_changes(base, r):
             why = f"differs from the baseline in settings that change the prompts: {settings_text(changed)}"
         elif not _shared(base, r):
             why = "no task in common with the baseline"
