@@ -24,6 +24,11 @@ Metrics (`position_metrics`; per condition in `summarize_positions`):
   recalls (one recall has SD 0 whatever the bias). A position beyond every item's n (recalls over
   n_positions > the largest n, e.g. a correction scoring only the 3-option items of a task with
   4-option ones) is not the items' and is left out.
+- recalls and both RStds are over the items of ONE option count (`recall_option_count`: the most
+  common, on a tie the larger; `summarize_positions` takes raw's for every condition): a model
+  without preference recalls each of n positions 1/n, so recalls pooled over 3- and 4-option items
+  differ with no bias at all, and the authors define them on one count (MMLU: 4). The other items
+  stay in accuracy, accuracy_permuted and changed, and the notes count them (`option_counts_note`).
 - changed = share of the items with ≥ 2 shifts whose answer, mapped from positions back to
   original options, is not the same in all their rows (answer-share vectors compared exactly;
   ties compare as their shares); NaN when no item has ≥ 2 shifts.
@@ -135,11 +140,43 @@ def _softmax(x: np.ndarray) -> np.ndarray:
     return np.exp(_log_softmax(x))
 
 
-def item_features(items: Sequence[PositionItem], logprobs: Sequence[np.ndarray], m: int) -> np.ndarray:
+def recall_option_count(items: Sequence[PositionItem]) -> int:
+    """The option count whose items the recalls and RStd are over: the most items' (on a tie the
+    larger); 0 without items. A model without preference recalls each of n positions 1/n, so
+    recalls pooled over option counts differ with no bias at all; the authors' RStd is over items
+    of one option count (MMLU: 4)."""
+    counts = Counter(it.n for it in items)
+    return max(counts, key=lambda n: (counts[n], n), default=0)
+
+
+def _items_with(count: int, n: int) -> str:
+    return f"{count} item{'s' * (count != 1)} with {n} options"
+
+
+def option_counts_note(items: Sequence[PositionItem], recall_n: int) -> str | None:
+    """Which items the recalls and RStd leave out (those without `recall_n` options), by option
+    count; None where every item has `recall_n` options."""
+    counts = Counter(it.n for it in items)
+    others = ", ".join(_items_with(c, n) for n, c in sorted(counts.items()) if n != recall_n)
+    if not others:
+        return None
+    why = "recalls of different option counts are not comparable: without preference each of n positions gets 1/n"
+    if recall_n not in counts:
+        return f"recalls and RStd n/a: no item with {recall_n} options, the task's most common option count ({others}; {why})"
+    return (
+        f"recalls and RStd over the {_items_with(counts[recall_n], recall_n)} only (the most common option count, "
+        f"on a tie the larger); left out of them: {others} ({why})"
+    )
+
+
+def item_features(
+    items: Sequence[PositionItem], logprobs: Sequence[np.ndarray], m: int, recall_n: int | None = None
+) -> np.ndarray:
     """Per item (≥ 1 item; rows of the result), the sums every metric is a ratio of, so that a resample's
     metrics come from weighted sums: [c at shift 0, mean c, has ≥ 2 shifts, changed (and ≥ 2),
     Σc per gold position (m), rows per gold position (m), the same two over shift 0 (2m),
-    has position p (p < n; m)]."""
+    has position p (p < n; m)]. The per-position sums are 0 for an item without `recall_n` options
+    (default `recall_option_count(items)`): the recalls and RStd are over one option count."""
     n_items = len(items)
     counts = np.array([len(it.shifts) for it in items], dtype=int)
     x = np.full((int(counts.sum()), m), -np.inf)  # letters beyond an item's n never win
@@ -172,17 +209,19 @@ def item_features(items: Sequence[PositionItem], logprobs: Sequence[np.ndarray],
     def per_position(weights: np.ndarray) -> np.ndarray:
         return np.bincount(flat, weights=weights, minlength=n_items * m).reshape(n_items, m)
 
+    recall_n = recall_option_count(items) if recall_n is None else recall_n
+    kept = np.array([it.n == recall_n for it in items], dtype=float)[:, None]
     return np.column_stack(
         [
             np.bincount(item, weights=c * is0, minlength=n_items),
             np.bincount(item, weights=c, minlength=n_items) / np.maximum(counts, 1),
             multi,
             changed,
-            per_position(c),
-            per_position(np.ones_like(c)),
-            per_position(c * is0),
-            per_position(is0),
-            np.arange(m)[None, :] < np.array([it.n for it in items])[:, None],
+            kept * per_position(c),
+            kept * per_position(np.ones_like(c)),
+            kept * per_position(c * is0),
+            kept * per_position(is0),
+            kept * (np.arange(m)[None, :] < np.array([it.n for it in items])[:, None]),
         ]
     ).astype(float)
 
@@ -263,12 +302,13 @@ def position_bootstrap(
     n_positions: int | None = None,
     resamples: int = RESAMPLES,
     seed: int = SEED,
+    recall_n: int | None = None,
 ) -> dict[str, np.ndarray]:
     """The metrics of each bootstrap resample of the items: scalars of shape (resamples,),
     recalls of shape (resamples, n_positions), all NaN with fewer than 2 items. `logprobs`
-    replaces the items' rows (a correction)."""
+    replaces the items' rows (a correction); recalls over the items with `recall_n` options."""
     m = _positions(items, n_positions)
-    features = item_features(items, _checked_logprobs(items, logprobs), m) if items else None
+    features = item_features(items, _checked_logprobs(items, logprobs), m, recall_n) if items else None
     return _bootstrap(features, m, resamples, seed)
 
 
@@ -388,13 +428,16 @@ def position_metrics(
     resamples: int = RESAMPLES,
     seed: int = SEED,
     left_out: Mapping[str, int] | None = None,
+    recall_n: int | None = None,
 ) -> PositionMetrics:
     """Metrics of the items (rows replaced by `logprobs` where given) and their bootstrap CIs;
-    recalls over positions 0..n_positions−1 (default: the largest n)."""
+    recalls over positions 0..n_positions−1 (default: the largest n) and over the items with
+    `recall_n` options (default: `recall_option_count`), the others counted in the notes."""
     items = list(items)
     lps = _checked_logprobs(items, logprobs)
     m = _positions(items, n_positions)
-    features = item_features(items, lps, m) if items else None
+    recall_n = recall_option_count(items) if recall_n is None else recall_n
+    features = item_features(items, lps, m, recall_n) if items else None
     boot = _bootstrap(features, m, resamples, seed)
     if features is None:
         point = {k: v[0] for k, v in boot.items()}  # all NaN
@@ -416,8 +459,26 @@ def position_metrics(
         resamples=resamples,
         seed=seed,
         left_out=dict(left_out or {}),
-        notes={} if features is None else _notes(point, boot, features[:, 4 + 4 * m :].sum(axis=0) > 0, len(items)),
+        notes={} if features is None else _all_notes(items, recall_n, point, boot, features[:, 4 + 4 * m :]),
     )
+
+
+def _all_notes(
+    items: Sequence[PositionItem],
+    recall_n: int,
+    point: Mapping[str, np.ndarray],
+    boot: Mapping[str, np.ndarray],
+    present: np.ndarray,
+) -> dict[str, str]:
+    """`_notes`, after the note on the items the recalls leave out (other option counts); where no
+    item has `recall_n` options, that note says why the RStds are n/a."""
+    notes = _notes(point, boot, present.sum(axis=0) > 0, len(items))
+    counts = option_counts_note(items, recall_n)
+    if counts is None:
+        return notes
+    if not present.any():
+        notes = {k: v for k, v in notes.items() if not k.startswith("rstd")}
+    return {"recalls": counts, **notes}
 
 
 def _absent(reason: str, m: int, resamples: int, seed: int) -> PositionMetrics:
@@ -451,6 +512,7 @@ class Corrected:
     left_out: dict[str, int]  # items not scored, by reason
     priors: dict[int, np.ndarray] = field(default_factory=dict)  # PriDe: option count → prior over positions
     calibration_ids: tuple[str, ...] = ()  # PriDe: the calibration items, in drawn order
+    why: str = ""  # what the items left out lack (Specific: gold items per letter and option count)
 
     def scored_items(self, items: Sequence[PositionItem]) -> tuple[list[PositionItem], list[np.ndarray]]:
         """The scored items and their corrected rows (for `position_metrics`)."""
@@ -573,10 +635,13 @@ def specific_correction(items: Sequence[PositionItem], k: int = K_FOLDS, seed: i
     if k < 3:
         raise ValueError(f"need k ≥ 3 (k − 1 balanced folds, each calibrated on the others), got k={k}")
     rows, scored, unbalanced = _unscored_rows(items), np.zeros(len(items), dtype=bool), 0
+    short = []  # per unbalanced option count: its gold items per letter
     for n, idx in _by_option_count(items).items():
         gold = [items[i].gold for i in idx]
-        if np.bincount(gold, minlength=n).min() < k - 1:
+        counts = np.bincount(gold, minlength=n)
+        if counts.min() < k - 1:
             unbalanced += len(idx)
+            short.append(f"{n} options: " + ", ".join(f"{LETTERS[p]} {c}" for p, c in enumerate(counts)))
             continue
         x0 = np.array([items[i].logprobs[items[i].shifts.index(0)] for i in idx])
         folds = balanced_mcq_folds([LETTERS[g] for g in gold], k, seed, LETTERS[:n])
@@ -584,7 +649,13 @@ def specific_correction(items: Sequence[PositionItem], k: int = K_FOLDS, seed: i
         for j, i in enumerate(idx):
             rows[i] = items[i].logprobs + offset[j]
         scored[idx] = True
-    return Corrected("specific", tuple(rows), scored, {"unbalanced": unbalanced})
+    why = (
+        f"too few items per correct letter ({'; '.join(short)}) for k − 1 = {k - 1} balanced folds, which need "
+        f"at least {k - 1} of each"
+        if short
+        else ""
+    )
+    return Corrected("specific", tuple(rows), scored, {"unbalanced": unbalanced}, why=why)
 
 
 # ---------------------------------------------------------------------------- summary
@@ -638,8 +709,8 @@ def summarize_positions(
         raise ValueError(f"duplicate item ids, e.g. {repeated[:3]}")
     if not 0 < pride_share < 1 or k < 3:
         raise ValueError(f"need 0 < pride_share < 1 and k ≥ 3, got {pride_share} and {k}")
-    m = _positions(items, None)
-    conditions = {"raw": position_metrics(items, None, m, resamples, bootstrap_seed)}
+    m, recall_n = _positions(items, None), recall_option_count(items)
+    conditions = {"raw": position_metrics(items, None, m, resamples, bootstrap_seed, recall_n=recall_n)}
     if not items:
         conditions["raw"] = replace(conditions["raw"], reason="no items")
     makers: dict[str, Callable[[], Corrected]] = {
@@ -662,9 +733,12 @@ def summarize_positions(
             priors = {n: _floats(p) for n, p in corrected.priors.items()}
             calibration = corrected.calibration_ids
         sub, lps = corrected.scored_items(items)
-        metrics = position_metrics(sub, lps, m, resamples, bootstrap_seed, corrected.left_out)
+        metrics = position_metrics(sub, lps, m, resamples, bootstrap_seed, corrected.left_out, recall_n)
         if not sub:
             counts = "; ".join(f"{why}: {n}" for why, n in corrected.left_out.items() if n)
-            metrics = replace(metrics, reason=f"no item scored (left out: {counts})")
+            why = f": {corrected.why}" if corrected.why else ""
+            metrics = replace(metrics, reason=f"no item scored{why} (left out: {counts})")
+        elif corrected.why:
+            metrics = replace(metrics, notes={"left_out": corrected.why, **metrics.notes})
         conditions[name] = metrics
     return PositionSummary(conditions, priors, calibration)

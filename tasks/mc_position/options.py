@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 from dataclasses import dataclass
 
 from biasmonkey.metrics.answer_position import K_FOLDS, SEED
@@ -13,7 +14,13 @@ SPELLINGS = ("task", "both")
 
 
 def _share(text: str) -> float:
-    return float(text)
+    """`--pride-share`'s text as a number (argparse prints this error after the flag's name)."""
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"pride_share must be a number in (0, 1), e.g. 0.05 (the paper's); got {text!r}"
+        ) from None
 
 
 @dataclass(frozen=True)

@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from biasmonkey.metrics.position_bias import CONDITIONS
+from biasmonkey.metrics.position_bias import CONDITIONS, option_counts_note, recall_option_count
 from biasmonkey.tasks.contract import base_task_name
 from biasmonkey.tasks.mc_position.family import FAMILY, PREFIX
 from biasmonkey.tasks.mc_position.options import PositionOptions
 from biasmonkey.tasks.mc_position.prompts import LETTERS
-from biasmonkey.tasks.mc_position.scoring import items_without_original, summarize, unasked_original
-from biasmonkey.tasks.mc_position.summary import LABELS, ROW_KEYS, condition_rows
+from biasmonkey.tasks.mc_position.scoring import items_without_original, position_items, summarize, unasked_original
+from biasmonkey.tasks.mc_position.summary import LABELS, ROW_KEYS, condition_rows, cut_short_note, items_cut_short
 
 NAME = FAMILY.name
 COLUMNS = ("model", *ROW_KEYS, "settings", "items_key")
@@ -146,18 +146,24 @@ def tables(models: Sequence[Any]) -> dict[str, pd.DataFrame]:
 
 
 def warnings(models: Sequence[Any], tables: Mapping[str, pd.DataFrame]) -> list[dict[str, Any]]:
-    """Letter spellings imputed from a served model's top log-probabilities (the `imputed_continuations` metric)
-    and items left out because their original order has no answer."""
+    """Letter spellings imputed from a served model's top log-probabilities (the `imputed_continuations` metric),
+    items left out because their original order has no answer, items asked in fewer orders than the run asks
+    (cut short by --limit) and items of other option counts than the recalls and RStd are over."""
     rows = []
     for m in models:
         for task, records in m.tasks(NAME).items():
+            found = []
             if imputed := sum(r.n_imputed for r in records):
                 detail = f"{imputed:g} letter spellings imputed (not in the top-k) over {len(records)} documents"
-                rows.append({"model": m.name, "task": task, "warning": "imputed log-probabilities", "detail": detail})
+                found.append(("imputed log-probabilities", detail))
             if missing := items_without_original(records):
-                rows.append(
-                    {"model": m.name, "task": task, "warning": "items left out", "detail": unasked_original(missing)}
-                )
+                found.append(("items left out", unasked_original(missing)))
+            if short := items_cut_short(records, PositionOptions.of_run(m, task)):
+                found.append(("items cut short", cut_short_note(short)))
+            items, _ = position_items(records)
+            if counts := option_counts_note(items, recall_option_count(items)):
+                found.append(("option counts differ", counts))
+            rows += [{"model": m.name, "task": task, "warning": w, "detail": d} for w, d in found]
     return rows
 
 

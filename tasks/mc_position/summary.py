@@ -10,7 +10,10 @@ option changes under permutation, each with its 95% percentile bootstrap CI over
 correction left out. A condition the data do not allow has no numbers and its reason, in the
 notes under the table; so has a number or CI of a computed condition that is n/a (an RStd where a
 position never holds the correct option, CIs over fewer than 2 items), and a CI that left some
-resamples out says how many (`PositionMetrics.notes`).
+resamples out says how many (`PositionMetrics.notes`), as do recalls and RStds over the items of
+one option count where the items' counts differ. An item asked in fewer orders than the run asks
+(a run cut short by `--limit`) is scored on the orders it has, and the notes count it
+(`items_cut_short`).
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from biasmonkey.tasks.mc_position.scoring import (
     PositionRecord,
     document_order,
     items_without_original,
+    position_items,
     summarize,
     unasked_original,
 )
@@ -82,6 +86,25 @@ def task_of(records: Sequence[PositionRecord]) -> str:
             inner, index = document_order(r.id)
             return task_name(inner) if index >= 0 else task_name(r.id)
     return NAME  # only content-free records: no item to name it by
+
+
+def items_cut_short(records: Sequence[PositionRecord], options: PositionOptions) -> dict[str, tuple[int, int]]:
+    """The scored items asked in fewer orders than the run asks (n, or `permutations` of them): item
+    id → (orders asked, orders the run asks), in document order."""
+    items, _ = position_items(records)
+    wanted = {it.id: it.n if options.permutations == 0 else min(options.permutations, it.n) for it in items}
+    return {it.id: (len(it.shifts), wanted[it.id]) for it in items if len(it.shifts) < wanted[it.id]}
+
+
+def cut_short_note(short: Mapping[str, tuple[int, int]]) -> str:
+    """The note on the items `items_cut_short` found."""
+    n = len(short)
+    shown = ", ".join(f"{i}: {k} of {w}" for i, (k, w) in list(short.items())[:3]) + (", …" if n > 3 else "")
+    return (
+        f"{n} item{'s' * (n != 1)} asked in fewer orders than the run asks ({shown}; a run cut short, e.g. by "
+        "--limit, which counts orders): scored on the orders asked, in accuracy over orders, the recalls, RStd "
+        "and changed"
+    )
 
 
 def _finite(value: float | None) -> float:
@@ -148,11 +171,14 @@ def summary_table(
         records = list(records)
         name = tasks[i] if tasks is not None and i < len(tasks) else task_of(records)
         name = base_task_name(name) or name
-        task_rows = condition_rows(name, summarize(records, _options_of(run_options, i)))
+        options = _options_of(run_options, i)
+        task_rows = condition_rows(name, summarize(records, options))
         rows += task_rows
         notes += [note for row in task_rows if (note := condition_note(row))]
         if n := sum(r.n_imputed for r in records):
             imputed.append(f"{name}: {n:g} letter spellings imputed (not in the top-k log-probabilities)")
         if missing := items_without_original(records):
             notes.append(f"{name}: {unasked_original(missing)}")
+        if short := items_cut_short(records, options):
+            notes.append(f"{name}: {cut_short_note(short)}")
     return SummaryTable(rows, list(COLUMNS), [*notes, *imputed, NOTE])

@@ -111,7 +111,9 @@ def test_a_condition_without_numbers_shows_its_reason(run: dict) -> None:
     assert note in run["summary_md"]
     (row,) = [line for line in run["report_md"].splitlines() if line.startswith("| tiny | Specific |")]
     # the report writes the left-out counts in words, not as the reason's dict {'unbalanced': 15}
-    assert "no numbers: no item scored (left out: 15 items unbalanced across correct letters)" in row
+    # what is short (gold items per letter against the k − 1 = 4 needed), then the left-out counts in words
+    assert "no numbers: no item scored: too few items per correct letter (4 options: A " in row
+    assert "for k − 1 = 4 balanced folds, which need at least 4 of each (left out: 15 items unbalanced" in row
     assert "| – |" in row and "{" not in row
     pride = run["summary"].conditions["pride"]
     # the items left out, then why some of its numbers or CIs are n/a (e.g. the resamples a CI left out)

@@ -61,7 +61,8 @@ def test_the_items_left_out_are_in_words(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(PositionOptions, "of_run", classmethod(lambda cls, m, task: PositionOptions(resamples=20)))
     shown = report.shown_table(report.tables([model("a", RECORDS)])["position"]).set_index("condition")
     assert shown.loc["Specific", "left out / why"] == (
-        "no numbers: no item scored (left out: 4 items unbalanced across correct letters)"
+        "no numbers: no item scored: too few items per correct letter (2 options: A 2, B 2) for k − 1 = 4 balanced "
+        "folds, which need at least 4 of each (left out: 4 items unbalanced across correct letters)"
     )
     assert shown.loc["PriDe", "left out / why"].startswith("left out: 1 item used for PriDe's calibration")
     assert report.left_out_words("unbalanced: 15; calibration: 1") == (

@@ -109,17 +109,18 @@ def test_raw_metrics_hand_computed() -> None:
     assert m.accuracy == pytest.approx(5 / 6)
     # per item mean over shifts: a (1 + 0 + 0)/3 = 1/3, b (.5 + .5)/2 = 1/2, c 1 → (1/3 + 1/2 + 1)/3 = 11/18
     assert m.accuracy_permuted == pytest.approx(11 / 18)
-    # recalls, rows by gold position:
-    #   A: a-s0 (1), b-s1 (.5), c-s2 (1) → 2.5/3 = 5/6
-    #   B: a-s2 (0), b-s0 (.5), c-s1 (1) → 1.5/3 = 1/2
+    # recalls over the 3-option items a and c only (the most common option count; b, 2 options, is
+    # left out of them: pooled, A would get b's .5 of 1/2 on 2 letters), rows by gold position:
+    #   A: a-s0 (1), c-s2 (1) → 1
+    #   B: a-s2 (0), c-s1 (1) → 1/2
     #   C: a-s1 (0), c-s0 (1) → 1/2
-    assert m.recalls == pytest.approx((5 / 6, 1 / 2, 1 / 2))
-    # mean 11/18; deviations 4/18, −2/18, −2/18 → variance (16 + 4 + 4)/324/3 = 2/81 → SD √2/9
-    assert m.rstd == pytest.approx(math.sqrt(2) / 9)
-    # shift 0 only: A a (1), B b (.5), C c (1); mean 5/6, deviations 1/6, −1/3, 1/6 →
-    # variance (1/36 + 4/36 + 1/36)/3 = 1/18 → SD √2/6
-    assert m.recalls_original == pytest.approx((1.0, 0.5, 1.0))
-    assert m.rstd_original == pytest.approx(math.sqrt(2) / 6)
+    assert m.recalls == pytest.approx((1.0, 1 / 2, 1 / 2))
+    # mean 2/3; deviations 1/3, −1/6, −1/6 → variance (4 + 1 + 1)/36/3 = 1/18 → SD √2/6
+    assert m.rstd == pytest.approx(math.sqrt(2) / 6)
+    # shift 0 only: A a (1), B none (only b had it), C c (1) → rstd_original n/a
+    assert _nan_equal(m.recalls_original, [1.0, math.nan, 1.0]) and math.isnan(m.rstd_original)
+    assert m.notes["recalls"].startswith("recalls and RStd over the 2 items with 3 options only (")
+    assert "left out of them: 1 item with 2 options (" in m.notes["recalls"]
     # chosen original option: a 0, 1, 1 (changed); b (.5, .5) in both rows (same); c 2, 2, 2 → 1/3
     assert m.changed == pytest.approx(1 / 3)
 
@@ -320,7 +321,10 @@ def test_pride_hand_computed() -> None:
     # PriDe: Y2 and Y3 only. Y2 s0 gold at B, answered B; s1 gold at A, answered A; Y3 gold C, answered C
     assert (pride.n_items, pride.n_rows) == (2, 3)
     assert (pride.accuracy, pride.accuracy_permuted) == (1.0, 1.0)
-    assert _nan_equal(pride.recalls, [1.0, 1.0, 1.0, math.nan]) and pride.rstd == 0.0  # 4 positions (Z4's n)
+    # recalls over raw's option count, 2 (X1, X2, Y2; 3 has 2 items, 4 one): Y2 only, Y3 left out of them;
+    # 4 positions (Z4's n)
+    assert _nan_equal(pride.recalls, [1.0, 1.0, math.nan, math.nan]) and pride.rstd == 0.0
+    assert "left out of them: 1 item with 3 options (" in pride.notes["recalls"]
     # Y2 answers original option 1 under both shifts (s1: position A shows option 1): unchanged
     assert pride.changed == 0.0
     assert pride.left_out == {"calibration": 3, "unpriored": 1}
@@ -480,7 +484,10 @@ def test_empty_conditions_say_why() -> None:
     assert s.conditions["raw"].accuracy == 0.5  # a tie: half the gold
     assert s.conditions["pride"].reason == "no item scored (left out: calibration: 1)"
     assert s.conditions["contextual"].reason == "no item scored (left out: no_content_free: 1)"
-    assert s.conditions["specific"].reason == "no item scored (left out: unbalanced: 1)"
+    assert s.conditions["specific"].reason == (
+        "no item scored: too few items per correct letter (2 options: A 1, B 0) for k − 1 = 4 balanced folds, "
+        "which need at least 4 of each (left out: unbalanced: 1)"
+    )
     assert math.isnan(s.delta_pct["specific"]["accuracy"])
 
 
