@@ -35,6 +35,7 @@ PAIR_COLUMNS = {
     "family": "family",
     "task": "task",
     "n": "units",
+    "undefined_units": "units n/a",
     "mean_abs_base": "\\|b\\| A",
     "mean_abs_instruct": "\\|b\\| B",
     "mean_difference": "mean diff",
@@ -68,8 +69,8 @@ def _cell(row: Mapping[str, Any], key: str) -> str:
     if key == "ci":
         low, high = row.get("ci_low", math.nan), row.get("ci_high", math.nan)
         return "n/a" if math.isnan(low) else f"[{_number(low)}, {_number(high)}]"
-    if key == "resamples" and row.get("resamples"):  # bootstrap: valid / drawn (none drawn: n/a)
-        return f"{row['resamples_valid']}/{row['resamples']}"
+    if key == "resamples":  # bootstrap: valid / drawn (none drawn, or no bootstrap: n/a)
+        return f"{row['resamples_valid']}/{row['resamples']}" if row.get("resamples") else "n/a"
     if key == "p_adjusted" and row.get("significant"):
         return _number(row[key]) + " *"
     return _number(row.get(key, math.nan))
@@ -120,29 +121,37 @@ def markdown(result: Comparison) -> str:
             f"Model pairs (A → B): {pairs}. Per task, one unit per pair (and unit of the family's bias measure); "
             "mean diff = mean(|b_B| − |b_A|) (< 0: B less biased), % reduction = 100 · (1 − mean |b_B| / mean |b_A|), "
             "d = Cohen's d_z (> 0: B less biased), "
-            "p: paired t-test. " + how,
+            "p: paired t-test; units n/a: units left out, a run's bias n/a. " + how,
             "",
-            *table(result.rows, PAIR_COLUMNS),
         ]
-        return "\n".join(lines) + "\n"
+        differ = [f"{p['a']} → {p['b']}: {p['differing_settings']}" for p in result.pairs if p["differing_settings"]]
+        if differ:
+            lines += [f"Settings that differ (A vs B): {'; '.join(differ)}.", ""]
+        lines += table(result.rows, PAIR_COLUMNS)
+        row_notes = [f"{r['family']} {r['task']}: {r['note']}" for r in result.rows if r.get("note")]
+        return "\n".join(lines + notes_section([*result.notes, *row_notes])) + "\n"
     lines += [ITEMS_TEXT + how]
     for pair in result.pairs:
         rows = pair_rows(result, pair)
-        lines += ["", f"## {pair['b']} vs {pair['a']}", ""]
+        lines += ["", f"## {pair['a']} vs {pair['b']}", ""]
         if pair["differing_settings"]:
             lines += [f"Settings that differ (A vs B): {pair['differing_settings']}.", ""]
-        lines += table(rows, ITEM_COLUMNS)
-    if result.notes:  # what was dropped, and why a CI or p is n/a
-        lines += ["", "## Notes", "", *(f"- {note}" for note in result.notes)]
-    return "\n".join(lines) + "\n"
+        lines += table(rows, ITEM_COLUMNS) if rows else ["No task in common: nothing compared for this pair."]
+    return "\n".join(lines + notes_section(result.notes)) + "\n"
+
+
+def notes_section(notes: Sequence[str]) -> list[str]:
+    """What was dropped, and why a CI or p is n/a: a "Notes" section (none without notes)."""
+    return ["", "## Notes", "", *(f"- {note}" for note in notes)] if notes else []
 
 
 def write_csv(path: Path, rows: Sequence[Mapping[str, Any]]) -> None:
+    """The rows as CSV; a missing value (no such key, None or NaN) is an empty cell."""
     fields = list(dict.fromkeys(k for r in rows for k in r))
     with atomic_open(path, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=fields)
         writer.writeheader()
-        writer.writerows(rows)
+        writer.writerows({k: "" if plain(v) is None else v for k, v in r.items()} for r in rows)
 
 
 def forest_rows(result: Comparison) -> list[dict[str, Any]]:

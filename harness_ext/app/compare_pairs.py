@@ -59,9 +59,23 @@ def common_rows(biases: Iterable[UnitBiases]) -> list[str]:
     return sorted(set.intersection(*(set(b) for b in biases)))
 
 
+def pair_note(n: int, undefined: int, p: float) -> str:
+    """Why a row's d and p are n/a (fewer than 2 units, or every unit the same change), and how many
+    units were left out without a bias ("" where there is nothing to say)."""
+    notes = []
+    if n < 2:
+        notes.append(f"d and p n/a: {n} unit{'s' * (n != 1)} with a bias in both runs (a t-test needs 2)")
+    elif math.isnan(p):
+        notes.append("d and p n/a: no spread (every unit's change is the same)")
+    if undefined:
+        notes.append(f"{undefined} unit{'s' * (undefined != 1)} left out: a run's bias is n/a on its items")
+    return "; ".join(notes)
+
+
 def pair_effects(pairs: Sequence[tuple[UnitBiases, UnitBiases]], unit: str) -> tuple[list[dict[str, Any]], list[str]]:
     """One row per row found in every run, and the rows left out because some run lacks them. A row's
-    units: every (pair, unit) where both runs' biases are finite; the others are counted (`undefined_units`)."""
+    units: every (pair, unit) where both runs' biases are finite; the others are counted (`undefined_units`).
+    A row's `note` says why its d and p are n/a (fewer than 2 units) and what was left out ("" if nothing)."""
     flat = [b for pair in pairs for b in pair]
     common = common_rows(flat)
     rows = []
@@ -71,8 +85,7 @@ def pair_effects(pairs: Sequence[tuple[UnitBiases, UnitBiases]], unit: str) -> t
         defined = [(x, y) for x, y in zip(base, other) if math.isfinite(x) and math.isfinite(y)]
         dropped = len(base) - len(defined)
         row: dict[str, Any] = {"task": task, "unit": unit, "n_pairs": len(pairs)}
-        if not defined:
-            rows.append({**row, "n": 0, "undefined_units": dropped})
-            continue
-        rows.append({**row, **magnitude_change(*zip(*defined)).as_dict(), "undefined_units": dropped})
+        effect = magnitude_change(*zip(*defined)).as_dict() if defined else {"n": 0}
+        note = pair_note(effect["n"], dropped, effect.get("p_value", math.nan))
+        rows.append({**row, **effect, "undefined_units": dropped, "note": note})
     return rows, sorted(set().union(*flat) - set(common))

@@ -2,8 +2,9 @@
 
 The measures come from the families (`tasks.contract.ItemMeasure`); this module only matches the
 items and calls `metrics.paired`. A difference is always B − A (A: the first run of the pair, or
-the baseline). A row whose CI or p is undefined (NaN) says why in its `note`; a bootstrap row counts
-its resamples (`resamples` drawn, `resamples_valid` with the statistic in both runs).
+the baseline). A row whose value, CI or p is undefined (NaN) says why in its `note`, which also counts
+the items left out without a value in a run; a bootstrap row counts its resamples (`resamples` drawn,
+`resamples_valid` with the statistic in both runs).
 """
 
 from __future__ import annotations
@@ -63,14 +64,41 @@ def _bootstrap_note(boot: BootstrapCI, what: str) -> str:
     return "; ".join(notes)
 
 
+def _left_out_note(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any], kept: int) -> str:
+    """How many of `ids` are left out for want of a value, and in which run ("" where none is)."""
+    if kept == len(ids):
+        return ""
+    lack = [f"{run} {sum(not _present(m.values.get(i)) for i in ids)}" for run, m in (("A", a), ("B", b))]
+    return f"{len(ids) - kept} of {len(ids)} items left out, no {a.name} value in both runs (without one: {', '.join(lack)})"
+
+
+def _value_undefined(name: str, value_a: float, value_b: float, n: int) -> str:
+    """Why a run's value of a bootstrap statistic is NaN ("" where both are defined): the statistic
+    itself is undefined on the items compared (e.g. RStd without a question of some gold letter)."""
+    runs = " and ".join(run for run, v in (("A", value_a), ("B", value_b)) if math.isnan(v))
+    if not runs:
+        return ""
+    return (
+        f"{runs} n/a: {name} is undefined on the {n} item{'s' * (n != 1)} compared (the run's summary says why), "
+        "so the difference, CI and p are n/a"
+    )
+
+
 def measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str, Any]:
-    """The comparison of one measure on the items `ids` (both runs have them)."""
+    """The comparison of one measure on the items `ids` (both runs have them); its note says why a
+    value, CI or p is n/a and how many items were left out without a value."""
+    row = _measure_row(a, b, ids)
+    notes = [row.get("note", ""), _left_out_note(a, b, ids, row["n"]) if row["n"] else ""]
+    return row | {"note": "; ".join(n for n in notes if n)}
+
+
+def _measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str, Any]:
     x, y = paired_values(a, b, ids)
     row: dict[str, Any] = {"measure": a.name, "n": int(x.shape[0]), "left_out": len(ids) - int(x.shape[0])}
     nan = math.nan
     if not row["n"]:
         row |= dict.fromkeys(("value_a", "value_b", "difference", "ci_low", "ci_high", "p", "d_z"), nan)
-        return row | {"note": "no item with a value in both runs"}
+        return row | {"note": f"no item with a value in both runs: {_left_out_note(a, b, ids, 0) or 'no item'}"}
     if a.test == "t":
         t = paired_t(x, y)
         row |= {"value_a": t.mean_a, "value_b": t.mean_b, "difference": t.difference, "ci_low": t.ci_low}
@@ -84,14 +112,16 @@ def measure_row(a: ItemMeasure, b: ItemMeasure, ids: Sequence[Any]) -> dict[str,
     row |= {"value_a": boot.value_a, "value_b": boot.value_b, "difference": boot.difference}
     row |= {"ci_low": boot.ci_low, "ci_high": boot.ci_high, "ci": "bootstrap", "d_z": nan}
     row |= {"resamples": boot.resamples, "resamples_valid": boot.valid}
+    # a run's value undefined: that is why CI and p are n/a, not the resamples that follow from it
+    undefined = _value_undefined(a.name, boot.value_a, boot.value_b, row["n"])
     if a.test == "bootstrap":
-        return row | {"p": boot.p, "test": TESTS["bootstrap"], "note": _bootstrap_note(boot, "CI and p")}
+        return row | {"p": boot.p, "test": TESTS["bootstrap"], "note": undefined or _bootstrap_note(boot, "CI and p")}
     if a.test != "mcnemar":
         raise ValueError(f"measure {a.name}: unknown test {a.test!r} (t, mcnemar or bootstrap)")
     binary = np.isin(x, (0, 1)) & np.isin(y, (0, 1))  # a tie's half-credit has no place in McNemar's table
     test = mcnemar(x[binary], y[binary])
     notes = [
-        _bootstrap_note(boot, "CI"),
+        undefined or _bootstrap_note(boot, "CI"),
         "" if test.n01 + test.n10 else "p n/a: no item that one run got right and the other wrong",
     ]
     row |= {"p": test.p, "test": MCNEMAR[test.method], "mcnemar_left_out": int((~binary).sum())}

@@ -2,8 +2,10 @@
 
 Per item, as `scoring.summarize` computes the task's numbers: the vote (+1 Yes, −1 No, 0 tie) and
 its correctness (1, 0, ½ for a tie) before correction and after the Generic and the Specific
-correction (an item in no Specific fold has no corrected vote and counts as wrong, as the family
-counts it). A run's bias is the mean vote; the comparison's bias measure is its magnitude |bias|
+correction. An item in no Specific fold has no corrected answer: it has neither a Specific vote nor
+a Specific correctness, so both measures leave it out and count it (the family's accuracy_specific
+counts it as wrong instead, the authors' convention: a paired test of an answer that does not exist
+would compare nothing). A run's bias is the mean vote; the comparison's bias measure is its magnitude |bias|
 (either sign is a bias), compared with a paired bootstrap; accuracy with McNemar's test.
 The corrections are computed on each run's own items, as the run's summary computes them.
 
@@ -82,10 +84,12 @@ def item_measures(task: str, records: Sequence[ItemRecord], options: Any = None)
     measures = []
     for correction, item in item_votes(records, k, seed).items():
         suffix = SUFFIX[correction]
-        bias = {i: (None if math.isnan(v) else float(v)) for i, v in zip(item["ids"], item["votes"])}
+        answered = ~np.isnan(item["votes"])
+        bias = {i: float(v) if ok else None for i, v, ok in zip(item["ids"], item["votes"], answered)}
+        correct = {i: float(c) if ok else None for i, c, ok in zip(item["ids"], item["correct"], answered)}
         measures += [
             ItemMeasure(f"abs_bias{suffix}", bias, "bootstrap", abs_mean, headline=correction == "base"),
-            ItemMeasure(f"accuracy{suffix}", dict(zip(item["ids"], map(float, item["correct"]))), "mcnemar"),
+            ItemMeasure(f"accuracy{suffix}", correct, "mcnemar"),
         ]
     return measures
 

@@ -71,7 +71,7 @@ def test_rstd_with_few_valid_resamples_is_na_and_counted(tmp_path: Path) -> None
     # the count is in the CSV and the JSON too
     write_outputs(result, tmp_path)
     (saved,) = [r for r in csv.DictReader((tmp_path / "compare.csv").open()) if r["measure"] == "rstd"]
-    assert (saved["resamples"], saved["resamples_valid"], saved["p"]) == ("2000", str(valid), "nan")
+    assert (saved["resamples"], saved["resamples_valid"], saved["p"]) == ("2000", str(valid), "")  # n/a: empty
     (saved,) = [r for r in json.loads((tmp_path / "compare.json").read_text())["rows"] if r["measure"] == "rstd"]
     assert saved["resamples_valid"] == valid and saved["p"] is None and saved["note"] == rstd["note"]
 
@@ -183,7 +183,7 @@ def test_a_row_without_a_test_is_neither_significant_nor_not(tmp_path: Path) -> 
     write_outputs(result, tmp_path)
     saved = {(r["task"], r["measure"]): r for r in csv.DictReader((tmp_path / "compare.csv").open())}
     assert (saved[ACQ, "delta"]["significant"], saved[typo, "delta"]["significant"]) == ("", "True")
-    assert saved[ACQ, "delta"]["p_adjusted"] == "nan"
+    assert saved[ACQ, "delta"]["p_adjusted"] == ""  # n/a: empty, as every missing value
     saved = {(r["task"], r["measure"]): r for r in json.loads((tmp_path / "compare.json").read_text())["rows"]}
     assert saved[ACQ, "delta"]["significant"] is None and saved[ACQ, "delta"]["p_adjusted"] is None
     assert saved["(run)", "human_likeness"]["significant"] is None and saved[typo, "delta"]["significant"] is True
