@@ -6,15 +6,18 @@ that defines exactly one task. It is loaded with Inspect's own loader (`load_inn
 its dataset's samples are read, not its solver or scorer:
 
 - each sample needs `choices` (2 to 26 of them, one letter each) and a target that is one letter
-  (`"A"`, `"B"`, … within its choices: Inspect's own multiple-choice convention, tried first) or
-  the text of exactly one of its choices (a list target of one element is that element);
+  (`"A"`, `"B"`, … within its choices: Inspect's own multiple-choice convention) or the text of
+  exactly one of its choices (a list target of one element is that element); a target that is a
+  letter and another choice's text (choices `["B", "C", "D"]`, target `"C"`) is refused as
+  ambiguous, as on the lm-eval side (`prompts.target_choice`);
 - its question is its `input`: a string as it is, or for chat messages the text of its user
   messages joined by a blank line (system and assistant messages are left out, as the lettered
   prompt is one user turn).
 
 Samples, in this order: one content-free sample per option count present (id `content_free_<n>`,
-input `lettered_prompt("N/A", ["N/A"] * n)`, contextual calibration), then each item in each of
-its cyclic orders (`prompts.shifts_for`), id `<item id>@<shift>`, input
+input `lettered_prompt(content_free_question(the questions), ["N/A"] * n)`: "N/A" within the
+text all questions share at their start and end, as the lm-eval side builds it; contextual
+calibration), then each item in each of its cyclic orders (`prompts.shifts_for`), id `<item id>@<shift>`, input
 `prompts.lettered_prompt(question, the options as shown)`. An item's id is its sample's id, or
 `<slug>-<index>` (index from 0, as lm-eval's `<task>-<index>`) when it has none; ids must be
 unique. Each sample's metadata is `{"biasmonkey_position": {id, kind, n, gold, shift, options}}`,
@@ -71,10 +74,12 @@ from biasmonkey.tasks.mc_position.prompts import (
     MAX_OPTIONS,
     MIN_OPTIONS,
     check_options,
+    content_free_question,
     cyclic_order,
     lettered_prompt,
     shifts_for,
     shown_position,
+    target_choice,
 )
 from biasmonkey.tasks.mc_position.scoring import PositionRecord, score_document
 
@@ -141,7 +146,8 @@ def question_text(sample: Sample, where: str) -> str:
 
 
 def gold_index(sample: Sample, choices: Sequence[str], where: str) -> int:
-    """The gold choice's index: a target letter within the choices, else the text of one choice."""
+    """The gold choice's index: a target letter within the choices or the text of one choice, not
+    both naming different choices (`prompts.target_choice`)."""
     target = sample.target
     if isinstance(target, list):
         if len(target) != 1:
@@ -149,22 +155,23 @@ def gold_index(sample: Sample, choices: Sequence[str], where: str) -> int:
                 f"{where}: {len(target)} targets {target!r}; answer-position bias needs exactly one correct choice"
             )
         target = target[0]
-    text = str(target).strip()
-    if len(text) == 1 and text in LETTERS[: len(choices)]:
-        return LETTERS.index(text)
-    matches = [i for i, c in enumerate(choices) if c.strip() == text]
-    if len(matches) == 1:
-        return matches[0]
-    raise InnerTaskError(
-        f"{where}: target {target!r} is neither a letter {LETTERS[0]}–{LETTERS[len(choices) - 1]} nor the text of "
-        f"exactly one of its {len(choices)} choices; give each sample one correct choice (its letter or its text)"
-    )
+    try:
+        gold = target_choice(str(target), choices, where)
+    except ValueError as err:
+        raise InnerTaskError(str(err)) from None
+    if gold is None:
+        raise InnerTaskError(
+            f"{where}: target {target!r} is neither a letter {LETTERS[0]}–{LETTERS[len(choices) - 1]} nor the text "
+            f"of exactly one of its {len(choices)} choices; give each sample one correct choice (its letter or its text)"
+        )
+    return gold
 
 
 def item_samples(inner: Task, inner_name: str, options: PositionOptions) -> list[Sample]:
     """The content-free samples (one per option count), then each item in each of its cyclic orders."""
     base = slug(inner_name)
-    content_free: dict[int, Sample] = {}
+    counts: dict[int, None] = {}  # the option counts present, in order of first sight
+    questions: list[str] = []
     asked: list[Sample] = []
     seen: set[str] = set()
     for index, sample in enumerate(inner.dataset):
@@ -185,14 +192,16 @@ def item_samples(inner: Task, inner_name: str, options: PositionOptions) -> list
         except ValueError as err:
             raise InnerTaskError(str(err)) from None
         n, gold, question = len(choices), gold_index(sample, choices, where), question_text(sample, where)
-        if n not in content_free:
-            content_free[n] = _sample(CONTENT_FREE, f"content_free_{n}", "content_free", n, -1, 0, [CONTENT_FREE] * n)
+        counts[n] = None
+        questions.append(question)
         for shift in shifts_for(n, options.permutations, options.permutation_seed, item_id):
             shown = [choices[i] for i in cyclic_order(n, shift)]
             asked.append(_sample(question, item_id, "item", n, gold, shift, shown))
     if not asked:
         raise InnerTaskError(f"task {inner_name}: its dataset has no samples")
-    return [*content_free.values(), *asked]
+    blank = content_free_question(questions)
+    content_free = [_sample(blank, f"content_free_{n}", "content_free", n, -1, 0, [CONTENT_FREE] * n) for n in counts]
+    return [*content_free, *asked]
 
 
 def _sample(question: str, item_id: str, kind: str, n: int, gold: int, shift: int, shown: list[str]) -> Sample:

@@ -13,6 +13,12 @@ templates and few-shot settings. Its documents are the wrapped task's, each in e
 - Any other multiple-choice task (cloze form: the choices are the option texts, as ARC or
   HellaSwag) is rendered as a lettered question (`prompts.lettered_prompt`: its own prompt
   without a closing "Answer:", the options lettered, "Answer:") and scored on " A", " B", ….
+  Its content-free prompt is its own template over a document with every text N/A (Zhao et al.),
+  as a lettered task's; the Inspect adapter, which has no template, rebuilds the same framing from
+  the questions (`prompts.content_free_question`).
+
+A text target is read by `prompts.target_choice` (a choice's text or a letter within the
+choices; refused when it is a letter and another choice's text), as the Inspect adapter reads it.
 """
 
 from __future__ import annotations
@@ -39,6 +45,7 @@ from biasmonkey.tasks.mc_position.prompts import (
     lettered_prompt,
     shifts_for,
     shown_position,
+    target_choice,
 )
 
 
@@ -121,8 +128,9 @@ class PositionTask(ConfigurableTask):
 
     def _gold(self, doc: dict[str, Any], choices: list[str], where: str) -> int:
         target = ConfigurableTask.doc_to_target(self, doc)
-        if isinstance(target, str):
-            target = choices.index(target) if target in choices else int(target) if target.strip().isdigit() else target
+        if isinstance(target, str):  # a letter or a choice's text (refused when both), else an index
+            named = target_choice(target, choices, where)
+            target = named if named is not None else int(target) if target.strip().isdigit() else target
         if isinstance(target, bool) or not isinstance(target, int) or not 0 <= target < len(choices):
             raise ValueError(
                 f"{where}: the answer {target!r} is not one of its {len(choices)} choices (a task with several "

@@ -11,6 +11,7 @@ Inspect sample with `choices`) is rendered here as a lettered question (`lettere
 from __future__ import annotations
 
 import hashlib
+import os
 from collections.abc import Sequence
 
 import numpy as np
@@ -57,6 +58,43 @@ def lettered_prompt(question: str, options: Sequence[str]) -> str:
     """The question, each option on its own line after its letter ("A. …"), then "Answer:"."""
     lines = [without_answer_cue(question), *(f"{x}. {o}" for x, o in zip(LETTERS, options)), ANSWER_CUE]
     return "\n".join(lines)
+
+
+def content_free_question(questions: Sequence[str]) -> str:
+    """The content-free input (Zhao et al. 2021) in place of the question within the items' own
+    framing: the text that every distinct question (as asked, without a closing "Answer:") shares
+    at its start and at its end, cut back to a space or line break so that no part of a word is
+    kept, around "N/A" — "Question: N/A" for questions asked as "Question: …\nAnswer:", "N/A"
+    for questions asked as they are. "N/A" alone with fewer than two distinct questions. Built
+    from the questions only, so both harnesses build the same one from the same item prompts."""
+    distinct = sorted({without_answer_cue(q) for q in questions})
+    if len(distinct) < 2:
+        return CONTENT_FREE
+    start = os.path.commonprefix(distinct)
+    start = start[: max((i + 1 for i, ch in enumerate(start) if ch.isspace()), default=0)]
+    room = min(len(q) for q in distinct) - len(start)  # the start and the end never overlap
+    end = os.path.commonprefix([q[::-1] for q in distinct])[:room][::-1]
+    end = end[next((i for i, ch in enumerate(end) if ch.isspace()), len(end)) :]
+    return start + CONTENT_FREE + end
+
+
+def target_choice(target: str, choices: Sequence[str], where: str) -> int | None:
+    """The choice a text target names: a letter within the choices ("A", "B", …: Inspect's
+    convention) or the text of exactly one choice (spaces stripped: lm-eval's); None when it names
+    none. ValueError when it is a letter and the text of another choice (choices ["B", "C", "D"],
+    target "C": Inspect's convention reads choice 2, lm-eval's choice 1), in both harnesses alike."""
+    text = target.strip()
+    by_letter = LETTERS.index(text) if len(text) == 1 and text in LETTERS[: len(choices)] else None
+    by_text = [i for i, c in enumerate(choices) if str(c).strip() == text]
+    if by_letter is not None and by_text and by_text != [by_letter]:
+        raise ValueError(
+            f"{where}: target {target!r} is ambiguous: as a letter it names choice {by_letter} "
+            f"({choices[by_letter]!r}), as a text choice {by_text[0]}; give a target that names one choice "
+            "(in lm-eval the choice's index) or choices that are not the letters of other choices"
+        )
+    if by_letter is not None:
+        return by_letter
+    return by_text[0] if len(by_text) == 1 else None
 
 
 def check_options(options: Sequence[str], where: str) -> None:
