@@ -36,3 +36,13 @@ def write_local_task(folder: Path, name: str = "local_mc", items: list[dict] | N
     path = folder / f"{name}.yaml"
     path.write_text("".join(f"{key}: {value}\n" for key, value in lines.items()))
     return path
+
+
+class OneTaskModel:
+    """A report entry with one wrapped task's records (what `report.warnings` reads of a model)."""
+
+    def __init__(self, records: list, task: str = "position_t", name: str = "m") -> None:
+        self.records, self.task, self.name = records, task, name
+
+    def tasks(self, family: str) -> dict:
+        return {self.task: self.records}

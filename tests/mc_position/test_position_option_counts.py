@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from position_fixtures import OneTaskModel
 
 from biasmonkey.tasks.mc_position import report
 from biasmonkey.tasks.mc_position.options import PositionOptions
@@ -27,16 +28,6 @@ def tied(first: int, n: int, count: int) -> list:
     return [record(f"t-{first + i}", n, i % n, s) for i in range(count) for s in range(n)]
 
 
-class Model:
-    name = "m"
-
-    def __init__(self, records: list) -> None:
-        self.records = records
-
-    def tasks(self, family: str) -> dict:
-        return {"position_t": self.records}
-
-
 def test_a_model_without_preference_shows_no_bias_over_mixed_option_counts() -> None:
     # 4 three-option and 4 four-option items, every letter tied: each row gives each letter 1/n.
     # Pooled, positions A–C got (1/3 + 1/4)/2 = 7/24 = .2917 and D 1/4: RStd .018 with no bias.
@@ -52,7 +43,7 @@ def test_a_model_without_preference_shows_no_bias_over_mixed_option_counts() -> 
     )
     assert raw.notes["recalls"] == note
     assert any(n.startswith(f"position_t, raw: {note}") for n in summary_table([records], [OPTIONS]).notes)
-    (warning,) = [w for w in report.warnings([Model(records)], {}) if w["warning"] == "option counts differ"]
+    (warning,) = [w for w in report.warnings([OneTaskModel(records)], {}) if w["warning"] == "option counts differ"]
     assert warning["detail"] == note
 
 
@@ -86,4 +77,4 @@ def test_a_correction_without_the_tasks_option_count_has_no_rstd() -> None:
 def test_one_option_count_has_no_note() -> None:
     records = tied(0, 4, 4)
     assert "recalls" not in summarize(records, OPTIONS).conditions["raw"].notes
-    assert not [w for w in report.warnings([Model(records)], {}) if w["warning"] == "option counts differ"]
+    assert not [w for w in report.warnings([OneTaskModel(records)], {}) if w["warning"] == "option counts differ"]

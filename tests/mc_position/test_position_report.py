@@ -17,6 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from position_fixtures import OneTaskModel
 from test_lm_eval_e2e import run_lm_eval
 
 from biasmonkey.harness_ext.logs import records_from_samples_file
@@ -225,13 +226,7 @@ def test_items_whose_original_order_has_no_answer_are_counted_and_named(run: dic
     assert any(n.startswith(note) for n in table.notes), table.notes
     assert not any("has no answer" in n for n in summary_table([records], tasks=[TASK]).notes)
 
-    class Model:
-        name = "tiny"
-
-        def tasks(self, family: str) -> dict:
-            return {TASK: kept}
-
-    (row,) = [w for w in report.warnings([Model()], {}) if w["warning"] == "items left out"]
+    (row,) = [w for w in report.warnings([OneTaskModel(kept, TASK, "tiny")], {}) if w["warning"] == "items left out"]
     assert row["task"] == TASK and row["detail"].startswith(note.split(": ", 1)[1])
 
 

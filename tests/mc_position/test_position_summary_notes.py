@@ -7,6 +7,7 @@ import math
 
 import pandas as pd
 import pytest
+from position_fixtures import OneTaskModel
 
 from biasmonkey.tasks.mc_position import report
 from biasmonkey.tasks.mc_position.options import PositionOptions
@@ -57,16 +58,6 @@ def test_one_item_has_numbers_without_cis() -> None:
     assert shown["accuracy"] == "1.000" and "no CIs: 1 item" in shown["left out / why"]
 
 
-class Model:
-    name = "m"
-
-    def __init__(self, records: list) -> None:
-        self.records = records
-
-    def tasks(self, family: str) -> dict:
-        return {"position_t": self.records}
-
-
 def test_an_item_cut_short_is_counted_in_the_notes_and_warnings() -> None:
     # two 3-option items, gold option 0, always answered A; t-1 asked in 2 of its 3 orders (--limit).
     # t-0: gold at A, C, B under shifts 0, 1, 2 → right once: 1/3; t-1: gold at A, C → right once: 1/2.
@@ -80,7 +71,7 @@ def test_an_item_cut_short_is_counted_in_the_notes_and_warnings() -> None:
         "counts orders): scored on the orders asked, in accuracy over orders, the recalls, RStd and changed"
     )
     assert f"position_t: {note}" in summary_table([records], run_options=[OPTIONS]).notes
-    (warning,) = [w for w in report.warnings([Model(records)], {}) if w["warning"] == "items cut short"]
+    (warning,) = [w for w in report.warnings([OneTaskModel(records)], {}) if w["warning"] == "items cut short"]
     assert warning["detail"] == note
     # every item in all its orders: no note
     assert not any("fewer orders" in n for n in summary_table([records[:3]], run_options=[OPTIONS]).notes)
