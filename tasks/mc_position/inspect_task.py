@@ -16,7 +16,7 @@ its dataset's samples are read, not its solver or scorer:
 
 Samples, in this order: one content-free sample per option count present (id `content_free_<n>`,
 input `lettered_prompt(content_free_question(the questions), ["N/A"] * n)`: "N/A" within the
-text all questions share at their start and end, as the lm-eval side builds it; contextual
+text all questions share at their start and end, the framing lm-eval's template gives; contextual
 calibration), then each item in each of its cyclic orders (`prompts.shifts_for`), id `<item id>@<shift>`, input
 `prompts.lettered_prompt(question, the options as shown)`. An item's id is its sample's id, or
 `<slug>-<index>` (index from 0, as lm-eval's `<task>-<index>`) when it has none; ids must be

@@ -65,8 +65,9 @@ def content_free_question(questions: Sequence[str]) -> str:
     framing: the text that every distinct question (as asked, without a closing "Answer:") shares
     at its start and at its end, cut back to a space or line break so that no part of a word is
     kept, around "N/A" — "Question: N/A" for questions asked as "Question: …\nAnswer:", "N/A"
-    for questions asked as they are. "N/A" alone with fewer than two distinct questions. Built
-    from the questions only, so both harnesses build the same one from the same item prompts."""
+    for questions asked as they are. "N/A" alone with fewer than two distinct questions. The
+    Inspect adapter's, which has only the questions as asked; lm-eval renders the task's template
+    over N/A, the same prompt unless every question also shares words of its own there."""
     distinct = sorted({without_answer_cue(q) for q in questions})
     if len(distinct) < 2:
         return CONTENT_FREE
