@@ -20,6 +20,7 @@ from biasmonkey.metrics.position_bias import (
     item_features,
     metrics_from_sums,
     pride_correction,
+    recall_option_count,
     specific_correction,
 )
 from biasmonkey.tasks.contract import ItemMeasure
@@ -59,9 +60,10 @@ def item_measures(task: str, records: Sequence[PositionRecord], options: Any = N
             continue
         if scored[0]:
             sides[suffix] = scored
+    recall_n = recall_option_count(items)  # raw's, for every correction, as `summarize` takes it
     measures = []
     for suffix, (chosen, rows) in sides.items():
-        features = item_features(chosen, rows, m)
+        features = item_features(chosen, rows, m, recall_n)
         ids = [it.id for it in chosen]
         several = [k for k, it in enumerate(chosen) if len(it.shifts) > 1]
         measures += [

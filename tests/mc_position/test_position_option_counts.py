@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from position_fixtures import OneTaskModel
 
 from biasmonkey.tasks.mc_position import report
+from biasmonkey.tasks.mc_position.compare import item_measures
 from biasmonkey.tasks.mc_position.options import PositionOptions
 from biasmonkey.tasks.mc_position.scoring import score_document, summarize
 from biasmonkey.tasks.mc_position.summary import summary_table
@@ -78,3 +80,16 @@ def test_one_option_count_has_no_note() -> None:
     records = tied(0, 4, 4)
     assert "recalls" not in summarize(records, OPTIONS).conditions["raw"].notes
     assert not [w for w in report.warnings([OneTaskModel(records)], {}) if w["warning"] == "option counts differ"]
+
+
+def test_compare_takes_the_recalls_over_raws_option_count_as_the_summary_does() -> None:
+    """A correction scoring only the 3-option items (contextual: a content-free document of 3 options
+    only) has recalls and RStd n/a where raw's count is 4, in the summary; `compare`'s per-item values
+    give the same (they used to take the correction's own count, 3, and an RStd of 0)."""
+    free = score_document({"id": "content_free_3", "kind": "content_free", "n": 3, "gold": -1, "shift": 0}, [0.0] * 3)
+    records = [free, *tied(0, 3, 2), *tied(2, 4, 4)]  # raw: 4 items with 4 options, 2 with 3 → count 4
+    summary = summarize(records, OPTIONS).conditions["contextual"]
+    assert math.isnan(summary.rstd)
+    (rstd,) = [m for m in item_measures("biasmonkey_position_t", records) if m.name == "rstd_contextual"]
+    assert len(rstd.values) == 2  # the two 3-option items
+    assert math.isnan(float(rstd.statistic(np.stack(list(rstd.values.values()))[None])[0]))
